@@ -1,0 +1,59 @@
+# ML Systems Internals: Distributed training. `make help` lists the targets.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1:8000
+export NO_MKDOCS_2_WARNING := 1
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
+	  awk 'BEGIN {FS = ":.*## "} {printf "  make %-16s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "Python 3.11 or newer is needed as $(PYTHON)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
+	$(BIN)/python -m pip install --quiet --group test
+	$(BIN)/python -c 'import pathlib, site; pathlib.Path(site.getsitepackages()[0], "course-root.pth").write_text("$(CURDIR)\n")'
+	touch $@
+
+.PHONY: setup
+setup: $(STAMP) ## Create .venv and install everything (done on first use)
+
+.PHONY: serve
+serve: $(STAMP) ## Serve the site on http://127.0.0.1:8000, rebuilding on edits
+	$(BIN)/mkdocs serve --dev-addr $(HOST) --livereload
+
+.PHONY: build
+build: $(STAMP) ## Strict build of the site into site/
+	$(BIN)/mkdocs build --strict --clean --site-dir site
+
+.PHONY: lint
+lint: $(STAMP) ## ruff: lint and format check of code, snippets and tests
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check snippets course tests
+
+.PHONY: test
+test: $(STAMP) ## Every check: lint, strict build, all tests
+	$(MAKE) lint
+	$(MAKE) build
+	$(BIN)/pytest
+
+.PHONY: update-outputs
+update-outputs: $(STAMP) ## Re-record what the code blocks in docs/ print
+	$(BIN)/pytest tests/test_docs.py --update-outputs -q -k test_block
+
+.PHONY: format
+format: $(STAMP) ## Format code, snippets and tests with ruff
+	$(BIN)/ruff format snippets course tests
+	$(BIN)/ruff check --fix .
+
+.PHONY: clean
+clean: ## Remove the built site and caches (keeps .venv)
+	rm -rf site .cache .pytest_cache

@@ -1,0 +1,1 @@
+"""Build and test helpers for the course site (not shown to readers)."""

@@ -1,0 +1,113 @@
+"""markdown-exec, made strict for this site.
+
+markdown-exec turns an exception in a block into a warning and a page
+that shows the traceback. This formatter stops the build instead, with
+the page, the line of the block and the exception's last line, and it
+also stops a block that runs longer than its time limit. It is wired in
+mkdocs.yml as the superfences formatter for `python` and `pycon`.
+"""
+
+import os
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+from markdown_exec import ExecutionError, base_format
+
+# markdown-exec's own runners (pinned version; tests/test_build.py
+# checks that a raising and a hanging block both stop the build).
+from markdown_exec._internal.formatters.pycon import _transform_source
+from markdown_exec._internal.formatters.python import _run_python
+
+from course.fences import expand, python_fences
+
+DEFAULT_TIMEOUT_S = 60.0
+
+
+class SnippetError(RuntimeError):
+    """A code block failed: the build must stop."""
+
+
+def _current_page():
+    frame = sys._getframe()
+    while frame is not None:
+        page = frame.f_locals.get("page")
+        if page is not None and hasattr(page, "file"):
+            return page
+        frame = frame.f_back
+    return None
+
+
+def _locate(source):
+    """'docs/page.md:LINE' for the block whose expanded code is `source`."""
+    page = _current_page()
+    if page is None:
+        return "<unknown page>"
+    path = Path(page.file.abs_src_path)
+    where = f"docs/{page.file.src_uri}"
+    wanted = textwrap.dedent(source).strip()
+    for fence in python_fences(path.read_text(encoding="utf-8")):
+        try:
+            code = expand(fence.body)
+        except Exception:
+            continue
+        if textwrap.dedent(code).strip() == wanted:
+            return f"{where}:{fence.line}"
+    return where
+
+
+def _limit(extra):
+    value = extra.pop("timeout", None) or os.environ.get("SNIPPET_TIMEOUT")
+    return float(value) if value else DEFAULT_TIMEOUT_S
+
+
+def _strict_run(source, limit):
+    def run(code, **kwargs):
+        outcome = {}
+
+        def target():
+            try:
+                outcome["output"] = _run_python(code, **kwargs)
+            except BaseException as error:  # reported below
+                outcome["error"] = error
+
+        worker = threading.Thread(target=target, daemon=True)
+        worker.start()
+        worker.join(limit)
+        if worker.is_alive():
+            raise SnippetError(
+                f"{_locate(source)}: code block still running after "
+                f'{limit:g} s (time limit; set timeout="..." on the fence '
+                f"or SNIPPET_TIMEOUT to change it)"
+            )
+        error = outcome.get("error")
+        if isinstance(error, ExecutionError):
+            cause = error.__cause__
+            last = (
+                f"{type(cause).__name__}: {cause}"
+                if cause
+                else str(error).strip().splitlines()[-1]
+            )
+            raise SnippetError(f"{_locate(source)}: code block raised {last}")
+        if error is not None:
+            raise error
+        return outcome["output"]
+
+    return run
+
+
+def formatter(source, language, css_class, options, md, **kwargs):
+    """Superfences formatter: run the block, stop the build on failure."""
+    options = dict(options)
+    options["extra"] = dict(options.get("extra", {}))
+    limit = _limit(options["extra"])
+    transform = _transform_source if language == "pycon" else None
+    return base_format(
+        language=language,
+        run=_strict_run(source, limit),
+        code=source,
+        md=md,
+        transform_source=transform,
+        **options,
+    )

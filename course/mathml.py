@@ -1,0 +1,28 @@
+"""Formulas rendered to MathML at build time: no script, no CDN.
+
+Used by pymdownx.superfences (```math fences) and pymdownx.inlinehilite
+(`#!math ...` inline code); browsers render MathML natively.
+"""
+
+from latex2mathml.converter import convert
+from markupsafe import Markup
+
+
+def _mathml(source, display):
+    try:
+        return convert(source.strip(), display=display)
+    except Exception as error:  # latex2mathml raises many kinds
+        raise ValueError(
+            f"cannot render formula {source!r}: {error}"
+        ) from error
+
+
+def block(source, language, css_class, options, md, **kwargs):
+    """Superfences formatter for a display formula."""
+    return Markup(f'<div class="arithmatex">{_mathml(source, "block")}</div>')
+
+
+def inline(source, language, css_class, md):
+    """Inlinehilite formatter for an inline formula (a string is stashed
+    as raw HTML by inlinehilite)."""
+    return f'<span class="arithmatex">{_mathml(source, "inline")}</span>'

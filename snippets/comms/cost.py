@@ -1,0 +1,73 @@
+"""Is a data-parallel step bound by compute or by the all-reduce?"""
+
+# --8<-- [start:model]
+from snippets.checks import count, number
+from snippets.ddp.allreduce import GB, allreduce_bytes
+
+# One-way bandwidth per GPU in GB/s. NVLink is sold as a two-way total
+# (A100: 600 GB/s, H100: 900 GB/s); network links are quoted one way.
+LINKS_GBps = {
+    "NVLink 4 (H100, one node)": 450,
+    "NVLink 3 (A100, one node)": 300,
+    "InfiniBand NDR, 400 Gb/s": 50,
+    "InfiniBand HDR, 200 Gb/s": 25,
+    "Ethernet, 100 Gb/s": 12.5,
+    "Ethernet, 10 Gb/s": 1.25,
+}
+
+
+def comms_cost(
+    params,
+    world_size,
+    tflops_per_gpu,
+    interconnect_GBps,
+    tokens_per_gpu=8192,
+    bytes_per_grad=2,
+    flops_per_token_per_param=6,
+    accum_steps=1,
+):
+    """Seconds of compute and of gradient all-reduce per optimizer step.
+
+    tflops_per_gpu: sustained TFLOP/s, i.e. peak x utilisation.
+    interconnect_GBps: one-way GB/s per rank on the slowest hop.
+    tokens_per_gpu: tokens each rank processes per micro-batch.
+    accum_steps: micro-batches per optimizer step; the all-reduce
+    runs once per optimizer step, whatever the accumulation.
+    """
+    number("params", params)
+    count("world_size", world_size)
+    number("tflops_per_gpu", tflops_per_gpu)
+    number("interconnect_GBps", interconnect_GBps)
+    count("tokens_per_gpu", tokens_per_gpu)
+    number("bytes_per_grad", bytes_per_grad)
+    number("flops_per_token_per_param", flops_per_token_per_param)
+    count("accum_steps", accum_steps)
+    traffic = allreduce_bytes(params, bytes_per_grad, world_size)
+    sent = traffic["sent_per_rank_GB"] * GB
+    flops = flops_per_token_per_param * params * tokens_per_gpu
+    compute_s = flops * accum_steps / (tflops_per_gpu * 1e12)
+    comms_s = sent / (interconnect_GBps * 1e9)
+    return {
+        "compute_s": compute_s,
+        "comms_s": comms_s,
+        "verdict": "comms-bound" if comms_s > compute_s else "compute-bound",
+        "crossover_GBps": sent / compute_s / 1e9,
+    }
+
+
+# --8<-- [end:model]
+
+
+if __name__ == "__main__":
+    # --8<-- [start:demo]
+    H100_PEAK_TFLOPS = 989  # dense bf16, SXM
+    MFU = 0.40  # share of peak a well-tuned job sustains
+    tflops = H100_PEAK_TFLOPS * MFU
+    for link, bw in LINKS_GBps.items():
+        r = comms_cost(7_000_000_000, 64, tflops, bw, tokens_per_gpu=8192)
+        print(
+            f"{link:<26} compute {r['compute_s']:6.3f} s"
+            f"  all-reduce {r['comms_s']:6.3f} s  {r['verdict']}"
+        )
+    print(f"crossover: {r['crossover_GBps']:.1f} GB/s one way")
+    # --8<-- [end:demo]

@@ -1,0 +1,51 @@
+"""Share of a pipeline-parallel step that the stages spend idle."""
+
+# --8<-- [start:model]
+from snippets.checks import choice, count, number
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+
+
+def bubble_fraction(stages, microbatches, schedule="gpipe", chunks=1):
+    """Idle time of the pipeline as a fraction of the whole step.
+
+    With p stages and m micro-batches the fill and drain cost p - 1
+    micro-batch slots, out of m + p - 1 (GPipe paper, section 2.3).
+    1F1B reorders the work but idles just as long. The interleaved
+    schedule gives each device `chunks` = v smaller stages, which cuts
+    the fill and drain to (p - 1) / v slots.
+    """
+    count("stages", stages)
+    count("microbatches", microbatches)
+    choice("schedule", schedule, SCHEDULES)
+    count("chunks", chunks)
+    if schedule != "interleaved" and chunks != 1:
+        raise ValueError(
+            f"chunks must be 1 for schedule {schedule!r}, got {chunks!r}"
+        )
+    idle = (stages - 1) / chunks
+    return idle / (microbatches + idle)
+
+
+def megatron_ratio(fraction):
+    """Convert an idle fraction to bubble time / ideal compute time."""
+    number("fraction", fraction, allow_minimum=True)
+    if fraction >= 1:
+        raise ValueError(f"fraction must be < 1, got {fraction!r}")
+    return fraction / (1 - fraction)
+
+
+# --8<-- [end:model]
+
+
+if __name__ == "__main__":
+    # --8<-- [start:demo]
+    print(" m  gpipe/1f1b  interleaved v=2  bubble/ideal (gpipe)")
+    for m in (1, 4, 16, 64):
+        plain = bubble_fraction(4, m)
+        inter = bubble_fraction(4, m, schedule="interleaved", chunks=2)
+        print(
+            f"{m:>2}  {plain:10.1%}  {inter:15.1%}"
+            f"  {megatron_ratio(plain):20.3f}"
+        )
+    # --8<-- [end:demo]

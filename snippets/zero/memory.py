@@ -1,0 +1,52 @@
+"""Model-state memory per GPU under DDP and the three ZeRO stages."""
+
+# --8<-- [start:model]
+from snippets.checks import choice, count, number
+
+GB = 1e9  # decimal gigabytes
+
+# Which of the three kinds of state each strategy splits across ranks.
+SHARDED = {
+    "ddp": (),
+    "zero1": ("optim",),
+    "zero2": ("optim", "grad"),
+    "zero3": ("optim", "grad", "param"),
+}
+ALIASES = {"fsdp": "zero3"}  # FSDP's full sharding is ZeRO stage 3
+
+
+def memory_per_gpu(
+    strategy, params, world_size, bytes_param=2, bytes_grad=2, bytes_optim=12
+):
+    """GB of parameters + gradients + optimizer state held by each rank.
+
+    Activations are not counted. The defaults are mixed-precision Adam:
+    bf16 parameters and gradients, and K = 12 bytes of fp32 master
+    weights, momentum and variance (ZeRO paper, section 3.1).
+    """
+    choice("strategy", strategy, [*SHARDED, *ALIASES])
+    number("params", params)
+    count("world_size", world_size)
+    number("bytes_param", bytes_param)
+    number("bytes_grad", bytes_grad)
+    number("bytes_optim", bytes_optim, allow_minimum=True)  # 0: plain SGD
+    sharded = SHARDED[ALIASES.get(strategy, strategy)]
+    state = {"param": bytes_param, "grad": bytes_grad, "optim": bytes_optim}
+    per_param = sum(
+        size / world_size if kind in sharded else size
+        for kind, size in state.items()
+    )
+    return params * per_param / GB
+
+
+# --8<-- [end:model]
+
+
+if __name__ == "__main__":
+    # --8<-- [start:demo]
+    print("GB per GPU for 7B parameters, 16 bytes each")
+    print(f"{'N':>3} {'ddp':>7} {'zero1':>7} {'zero2':>7} {'zero3':>7}")
+    for n in (1, 8, 64):
+        row = [memory_per_gpu(s, 7_000_000_000, n) for s in SHARDED]
+        print(f"{n:>3} " + " ".join(f"{gb:7.2f}" for gb in row))
+    # --8<-- [end:demo]
