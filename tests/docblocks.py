@@ -8,7 +8,8 @@ it prints on the page. Blocks with the same `session` share globals,
 as they do in the build; other blocks start from empty globals.
 
 What a block prints is recorded right after its closing fence, in an
-HTML comment that readers never see:
+HTML comment that readers never see (a block with `html="true"`, such as
+a figure, is recorded as a digest of its HTML):
 
     <!-- output
     what the block printed
@@ -20,6 +21,7 @@ A block that must not run says why on the line before its fence:
 """
 
 import difflib
+import hashlib
 import doctest
 import re
 import sys
@@ -167,7 +169,7 @@ def evaluate(example):
                 done.add(earlier.id)
                 _run(earlier, document)
     done.add(block.id)
-    output = _run(block, document).rstrip("\n")
+    output = recordable(block, _run(block, document).rstrip("\n"))
     if UpdateLog.enabled:
         if output != (block.record or "") or (output and block.record is None):
             UpdateLog.changes.setdefault(block.path, []).append(
@@ -175,6 +177,18 @@ def evaluate(example):
             )
         return None
     return check(block, output)
+
+
+def recordable(block, output):
+    """What the record holds: the text a block prints, or for an HTML
+    block (a figure's SVG, say) a digest of it, which no reader needs
+    to review line by line but any change still breaks."""
+    if block.attrs.get("html", "").lower() in {"1", "true", "yes", "on"}:
+        if not output:
+            return output
+        digest = hashlib.sha256(output.encode()).hexdigest()
+        return f"html sha256:{digest} ({len(output.encode())} bytes)"
+    return output
 
 
 def check(block, output):
