@@ -6,18 +6,28 @@ from snippets.checks import count, number
 GB = 1e9
 SECONDS_PER_DAY = 86_400
 
+# Bytes per parameter of mixed-precision Adam (ZeRO paper, section 3.1).
+MIXED_ADAM = {
+    "weight used in forward and backward (bf16)": 2,
+    "gradient (bf16)": 2,
+    "master copy of the weight (fp32)": 4,
+    "Adam first moment, momentum (fp32)": 4,
+    "Adam second moment, variance (fp32)": 4,
+}
+# FLOPs per parameter per token: a multiply-add forward, twice that back.
+FLOPS_PER_PARAM_TOKEN = {"forward": 2, "backward": 4}
 
-def state_GB(params, bytes_per_param=16):
-    """Weights, gradients and Adam state: 2 + 2 + 12 bytes per parameter
-    in mixed precision (ZeRO paper, section 3.1). Activations come on top."""
+
+def state_GB(params, bytes_per_param=sum(MIXED_ADAM.values())):
+    """Weights, gradients and optimizer state; activations come on top."""
     number("params", params)
     number("bytes_per_param", bytes_per_param)
     return params * bytes_per_param / GB
 
 
 def training_days(params, tokens, gpus, peak_tflops, mfu):
-    """Days to train with about 6 FLOPs per parameter per token
-    (forward + backward; Kaplan et al. 2020, section 2.1)."""
+    """Days of training at sum(FLOPS_PER_PARAM_TOKEN) = 6 FLOPs per
+    parameter per token (Kaplan et al. 2020, section 2.1)."""
     number("params", params)
     number("tokens", tokens)
     count("gpus", gpus)
@@ -25,7 +35,7 @@ def training_days(params, tokens, gpus, peak_tflops, mfu):
     number("mfu", mfu)
     if mfu > 1:
         raise ValueError(f"mfu must be <= 1, got {mfu!r}")
-    flops = 6 * params * tokens
+    flops = sum(FLOPS_PER_PARAM_TOKEN.values()) * params * tokens
     seconds = flops / (gpus * peak_tflops * 1e12 * mfu)
     return seconds / SECONDS_PER_DAY
 
@@ -34,6 +44,14 @@ def training_days(params, tokens, gpus, peak_tflops, mfu):
 
 
 if __name__ == "__main__":
+    # --8<-- [start:table]
+    print("| what is stored | bytes per parameter |")
+    print("| --- | --- |")
+    for what, size in MIXED_ADAM.items():
+        print(f"| {what} | {size} |")
+    print(f"| **total** | **{sum(MIXED_ADAM.values())}** |")
+    # --8<-- [end:table]
+
     # --8<-- [start:demo]
     P, TOKENS = 7_000_000_000, 2_000_000_000_000  # a 7B model, 2T tokens
     H100_GB, H100_PEAK_TFLOPS, MFU = 80, 989, 0.40
