@@ -14,11 +14,12 @@ MIXED_ADAM = {
     "Adam first moment, momentum (fp32)": 4,
     "Adam second moment, variance (fp32)": 4,
 }
+BYTES_MIXED_ADAM = sum(MIXED_ADAM.values())
 # FLOPs per parameter per token: a multiply-add forward, twice that back.
 FLOPS_PER_PARAM_TOKEN = {"forward": 2, "backward": 4}
 
 
-def state_GB(params, bytes_per_param=sum(MIXED_ADAM.values())):
+def state_GB(params, bytes_per_param=BYTES_MIXED_ADAM):
     """Weights, gradients and optimizer state; activations come on top."""
     number("params", params)
     number("bytes_per_param", bytes_per_param)

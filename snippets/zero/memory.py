@@ -50,3 +50,20 @@ if __name__ == "__main__":
         row = [memory_per_gpu(s, 7_000_000_000, n) for s in SHARDED]
         print(f"{n:>3} " + " ".join(f"{gb:7.2f}" for gb in row))
     # --8<-- [end:demo]
+
+    # --8<-- [start:paper]
+    # ZeRO paper, Figure 1: 7.5B parameters, N = 64, K = 12.
+    for s in SHARDED:
+        print(f"{s:>5}: {memory_per_gpu(s, 7_500_000_000, 64):6.1f} GB")
+    # --8<-- [end:paper]
+
+    # --8<-- [start:limits]
+    # How many times less than DDP each stage stores, as N grows.
+    print(f"{'N':>5} {'zero1':>6} {'zero2':>6} {'zero3':>6}")
+    for n in (8, 64, 1024):
+        ddp = memory_per_gpu("ddp", 1, n)
+        cuts = [
+            ddp / memory_per_gpu(s, 1, n) for s in ("zero1", "zero2", "zero3")
+        ]
+        print(f"{n:>5} " + " ".join(f"{c:6.2f}" for c in cuts))
+    # --8<-- [end:limits]

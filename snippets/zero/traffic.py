@@ -1,0 +1,42 @@
+"""Bytes each rank sends per training step under DDP and ZeRO."""
+
+# --8<-- [start:model]
+from snippets.checks import choice, count, number
+from snippets.zero.memory import ALIASES, GB
+
+# Collectives per step over a buffer the size of all parameters
+# (ZeRO paper, section 7). Each one moves (N - 1) / N of it per rank.
+COLLECTIVES = {
+    "ddp": ("reduce-scatter", "all-gather"),  # one ring all-reduce
+    "zero1": ("reduce-scatter", "all-gather"),
+    "zero2": ("reduce-scatter", "all-gather"),
+    "zero3": ("all-gather", "all-gather", "reduce-scatter"),
+}
+
+
+def comm_bytes(strategy, params, world_size, bytes_per_value=2):
+    """GB each rank sends per optimizer step for the model state.
+
+    ZeRO-1 and ZeRO-2 reduce-scatter the gradients and all-gather the
+    updated parameters: the same traffic as DDP's all-reduce. ZeRO-3
+    also gathers the parameters again for the backward pass.
+    """
+    choice("strategy", strategy, [*COLLECTIVES, *ALIASES])
+    number("params", params)
+    count("world_size", world_size)
+    number("bytes_per_value", bytes_per_value)
+    steps = COLLECTIVES[ALIASES.get(strategy, strategy)]
+    per_collective = params * bytes_per_value * (world_size - 1) / world_size
+    return len(steps) * per_collective / GB
+
+
+# --8<-- [end:model]
+
+
+if __name__ == "__main__":
+    # --8<-- [start:demo]
+    ddp = comm_bytes("ddp", 7_000_000_000, 64)
+    for strategy in COLLECTIVES:
+        sent = comm_bytes(strategy, 7_000_000_000, 64)
+        print(f"{strategy:>5}: {sent:8.4f} GB per rank, {sent / ddp:.1f}x DDP")
+    # --8<-- [end:demo]
