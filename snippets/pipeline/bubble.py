@@ -28,7 +28,8 @@ def bubble_fraction(stages, microbatches, schedule="gpipe", chunks=1):
 
 
 def megatron_ratio(fraction):
-    """Convert an idle fraction to bubble time / ideal compute time."""
+    """Convert an idle fraction to bubble time / ideal compute time,
+    the measure of Megatron-LM (Narayanan et al. 2021, section 2.2)."""
     number("fraction", fraction, allow_minimum=True)
     if fraction >= 1:
         raise ValueError(f"fraction must be < 1, got {fraction!r}")
