@@ -71,3 +71,51 @@ if __name__ == "__main__":
         )
     print(f"crossover: {r['crossover_GBps']:.1f} GB/s one way")
     # --8<-- [end:demo]
+
+    # --8<-- [start:links]
+    print("| link | one way, Gb/s (bits) | one way, GB/s (bytes) |")
+    print("| --- | --- | --- |")
+    for link, bw in LINKS_GBps.items():
+        print(f"| {link} | {bw * 8:g} | {bw:g} |")
+    # --8<-- [end:links]
+
+    # --8<-- [start:seed]
+    # The seed lesson's example: 300 TFLOP/s, "600 GB/s" NVLink, "12.5
+    # GB/s" Ethernet. 300 is 96% of an A100's 312 TFLOP/s dense bf16
+    # peak (Megatron-LM 2021 sustained 44 to 52% of it on 3072 A100s),
+    # and 600 GB/s is NVLink 3's two-way total.
+    A100_PEAK_TFLOPS = 312
+    print(f"300 TFLOP/s is {300 / A100_PEAK_TFLOPS:.0%} of the A100 peak")
+    for label, bw in (
+        ("600 (two-way, as the seed)", 600),
+        ("300 (one way, correct)", 300),
+        ("12.5 (100 GbE, not 10 GbE)", 12.5),
+        ("1.25 (10 GbE)", 1.25),
+    ):
+        r = comms_cost(7_000_000_000, 64, 300, bw, tokens_per_gpu=8192)
+        print(
+            f"{label:<27} compute {r['compute_s']:.3f} s,"
+            f" all-reduce {r['comms_s']:.3f} s"
+        )
+    print(
+        f"NVLink 3 two-way / 100 GbE: {600 / 12.5:.0f}x;"
+        f" / 10 GbE: {600 / 1.25:.0f}x"
+    )
+    # --8<-- [end:seed]
+
+    # --8<-- [start:accum]
+    for k in (1, 4, 16):
+        r = comms_cost(
+            7_000_000_000,
+            64,
+            tflops,
+            LINKS_GBps["Ethernet, 100 Gb/s"],
+            tokens_per_gpu=8192,
+            accum_steps=k,
+        )
+        print(
+            f"K={k:>2}: compute {r['compute_s']:6.3f} s, all-reduce"
+            f" {r['comms_s']:.3f} s, {r['verdict']:<13}"
+            f" crossover {r['crossover_GBps']:5.2f} GB/s"
+        )
+    # --8<-- [end:accum]
