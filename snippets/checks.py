@@ -45,11 +45,12 @@ def flag(name, value):
 
 def choice(name, value, allowed):
     """One of the names in `allowed`."""
+    names = ", ".join(repr(a) for a in allowed)
     if not isinstance(value, str):
         raise TypeError(
-            f"{name} must be a str, got {type(value).__name__} {value!r}"
+            f"{name} must be a str, one of {names}; "
+            f"got {type(value).__name__} {value!r}"
         )
     if value not in allowed:
-        names = ", ".join(repr(a) for a in allowed)
         raise ValueError(f"{name} must be one of {names}; got {value!r}")
     return value
