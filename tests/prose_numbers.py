@@ -124,7 +124,8 @@ def matches(figure, values):
         )
 
     for value in values:
-        if same(value):
+        # "7 billion" may quote 7e9, or a 7 that code scales itself.
+        if same(value) or figure.scale != 1 and same(value * figure.scale):
             return True
         if figure.percent and same(value * 100):
             return True
