@@ -1,0 +1,67 @@
+"""Exercise 5: the world size at which the all-reduce outlasts compute."""
+
+# --8<-- [start:model]
+from snippets.checks import count, number
+from snippets.ddp.allreduce import allreduce_bytes
+
+
+def step_times(params, world_size, batch_tokens, tflops, link_GBps):
+    """Seconds of compute and of all-reduce per step on each rank.
+
+    The global batch of `batch_tokens` is fixed: the 6 * params FLOPs
+    per token (Kaplan et al. 2020) are shared by `world_size` GPUs that
+    each sustain `tflops`; the bf16 gradients cross a one-way link of
+    `link_GBps` per GPU. Overlap is ignored: the worst case.
+    """
+    count("batch_tokens", batch_tokens)
+    number("tflops", tflops)
+    number("link_GBps", link_GBps)
+    work_s = 6 * params * batch_tokens / (tflops * 1e12)
+    sent = allreduce_bytes(params, 2, world_size)["sent_per_rank_GB"]
+    return work_s / world_size, sent / link_GBps
+
+
+def first_comms_bound(params, batch_tokens, tflops, link_GBps, max_gpus):
+    """The first power of two G <= max_gpus with comms > compute."""
+    count("max_gpus", max_gpus)
+    g = 1
+    while g <= max_gpus:
+        compute, comms = step_times(params, g, batch_tokens, tflops, link_GBps)
+        if comms > compute:
+            return g
+        g *= 2
+    return None
+
+
+# --8<-- [end:model]
+
+
+if __name__ == "__main__":
+    # --8<-- [start:demo]
+    from snippets.comms.cost import LINKS_GBps
+
+    P, TOKENS = 7_000_000_000, 2**18  # 64 sequences of 4,096 tokens
+    TFLOPS = 989 * 0.40  # H100 dense bf16 peak x 40% utilisation
+    IB = LINKS_GBps["InfiniBand NDR, 400 Gb/s"]
+    print(f"global batch {TOKENS:,} tokens; one-way link {IB} GB/s per GPU")
+    print("seconds per step:")
+    print("   G  compute    comms  compute+comms  speed-up")
+    alone = step_times(P, 1, TOKENS, TFLOPS, IB)[0]
+    for e in range(9):
+        g = 2**e
+        compute, comms = step_times(P, g, TOKENS, TFLOPS, IB)
+        mark = "  <- comms > compute" if comms > compute else ""
+        step = compute + comms
+        print(
+            f"{g:>4} {compute:8.3f} {comms:8.3f} {step:14.3f}"
+            f" {alone / step:9.1f}{mark}"
+        )
+    for link in (
+        "InfiniBand NDR, 400 Gb/s",
+        "Ethernet, 100 Gb/s",
+        "Ethernet, 10 Gb/s",
+    ):
+        g = first_comms_bound(P, TOKENS, TFLOPS, LINKS_GBps[link], 4096)
+        bw = LINKS_GBps[link]
+        print(f"{link:<25} {bw:>5} GB/s: first comms-bound G = {g}")
+    # --8<-- [end:demo]
