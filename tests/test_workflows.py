@@ -1,0 +1,214 @@
+"""Lint the GitHub Actions workflows: zizmor, the workflow JSON schema,
+and the project's own rules (minimal permissions, actions pinned to
+commit SHAs, no triggers that run fork code with secrets, and a GPU
+workflow that a fork's pull request cannot start)."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from course.fences import ROOT
+
+WORKFLOWS = ROOT / ".github" / "workflows"
+BIN = Path(sys.executable).parent
+FILES = sorted([*WORKFLOWS.glob("*.yml"), *WORKFLOWS.glob("*.yaml")])
+EXPECTED = ("ci.yml", "pages.yml", "gpu.yml")
+SHA = re.compile(r"[0-9a-f]{40}")
+FORK_GUARD = re.compile(
+    r"github\.event\.pull_request\.head\.repo\.full_name\s*==\s*"
+    r"github\.repository"
+    r"|github\.repository\s*==\s*"
+    r"github\.event\.pull_request\.head\.repo\.full_name"
+)
+# Write scopes a job may hold, and where: only the Pages deployment.
+DEPLOY_SCOPES = {"pages": "write", "id-token": "write"}
+
+
+def load(path):
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def triggers(workflow):
+    # YAML 1.1 reads a bare `on` key as True.
+    on = workflow.get("on", workflow.get(True))
+    if isinstance(on, str):
+        return {on: None}
+    if isinstance(on, list):
+        return dict.fromkeys(on)
+    return on or {}
+
+
+def ids(paths):
+    return [p.name for p in paths]
+
+
+def run(*command):
+    return subprocess.run(
+        [str(c) for c in command],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_workflow_exists(name):
+    assert (WORKFLOWS / name).is_file(), (
+        f".github/workflows/{name} does not exist yet"
+    )
+
+
+def test_zizmor_finds_nothing():
+    result = run(BIN / "zizmor", "--offline", WORKFLOWS)
+    report = result.stdout + result.stderr
+    assert result.returncode == 0, report
+    assert "No findings to report" in report, report
+
+
+@pytest.mark.parametrize("path", FILES, ids=ids(FILES))
+def test_schema(path):
+    result = run(
+        BIN / "check-jsonschema",
+        "--builtin-schema",
+        "vendor.github-workflows",
+        path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", FILES, ids=ids(FILES))
+def test_no_dangerous_triggers_or_ignored_failures(path):
+    workflow = load(path)
+    on = triggers(workflow)
+    assert "pull_request_target" not in on, (
+        "pull_request_target runs fork code with secrets"
+    )
+    assert "workflow_run" not in on, "workflow_run runs with secrets"
+    text = path.read_text(encoding="utf-8")
+    assert "continue-on-error" not in text, "a failure must fail the run"
+
+
+@pytest.mark.parametrize("path", FILES, ids=ids(FILES))
+def test_permissions_are_minimal(path):
+    workflow = load(path)
+    assert "permissions" in workflow, "set top-level permissions"
+    top = workflow["permissions"] or {}
+    assert top in ({}, {"contents": "read"}), top
+    for name, job in workflow["jobs"].items():
+        scopes = job.get("permissions", {}) or {}
+        assert isinstance(scopes, dict), f"{name}: list scopes, not {scopes}"
+        writes = {k: v for k, v in scopes.items() if v == "write"}
+        if not writes:
+            continue
+        deploys = _deploys_pages(path, job)
+        assert deploys, (
+            f"{path.name}:{name} writes {writes} but does not deploy"
+        )
+        assert writes.items() <= DEPLOY_SCOPES.items(), writes
+
+
+def _deploys_pages(path, job):
+    uses = job.get("uses", "")
+    if uses.endswith("/pages.yml"):
+        return True
+    return path.name == "pages.yml" and any(
+        s.get("uses", "").startswith("actions/deploy-pages@")
+        for s in job.get("steps", [])
+    )
+
+
+@pytest.mark.parametrize("path", FILES, ids=ids(FILES))
+def test_actions_are_pinned_to_commit_shas(path):
+    for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        m = re.match(r"\s*(?:-\s+)?uses:\s*(\S+)(.*)$", line)
+        if not m:
+            continue
+        ref, rest = m.groups()
+        where = f"{path.name}:{number}"
+        if ref.startswith(("./", "$/")):
+            continue  # this repository, at the commit being run
+        assert not ref.startswith("docker://"), f"{where}: {ref}"
+        _, _, version = ref.partition("@")
+        assert SHA.fullmatch(version), f"{where}: {ref} is not a full SHA"
+        assert re.match(r"\s*#\s*v\d", rest), f"{where}: add '# vX.Y.Z'"
+
+
+@pytest.mark.parametrize("path", FILES, ids=ids(FILES))
+def test_jobs_have_timeouts_and_checkouts_keep_no_token(path):
+    for name, job in load(path)["jobs"].items():
+        if "uses" in job:
+            continue  # a reusable-workflow call: its jobs set the limit
+        assert "timeout-minutes" in job, f"{path.name}:{name}"
+        for step in job.get("steps", []):
+            if step.get("uses", "").startswith("actions/checkout@"):
+                assert step.get("with", {}).get("persist-credentials") is False
+
+
+def test_ci_runs_make_test_and_uploads_the_site():
+    ci = load(WORKFLOWS / "ci.yml")
+    on = triggers(ci)
+    assert set(on) == {"push", "pull_request"}
+    assert on["push"] == {"branches": ["main"]}
+    assert ci["concurrency"]["cancel-in-progress"] is True
+    assert "${{ github.ref }}" in ci["concurrency"]["group"]
+    test = ci["jobs"]["test"]
+    assert test["runs-on"] == "ubuntu-latest"
+    steps = test["steps"]
+    runs = "\n".join(s.get("run", "") for s in steps)
+    assert "apt-get install" in runs and "chromium" in runs
+    assert re.search(r"^make test$", runs, re.MULTILINE)
+    assert "3.11" in str(test.get("container", "")) + str(steps)
+    upload = [
+        s
+        for s in steps
+        if s.get("uses", "").startswith("actions/upload-pages-artifact@")
+    ]
+    assert len(upload) == 1 and upload[0]["with"]["path"].rstrip("/") == "site"
+    assert steps[-1] is upload[0], "upload only what the tests passed"
+
+
+def test_deploy_runs_only_after_tests_on_a_push_to_main():
+    ci = load(WORKFLOWS / "ci.yml")
+    deploy = ci["jobs"]["deploy"]
+    assert deploy["needs"] in ("test", ["test"])
+    condition = deploy["if"].replace(" ", "")
+    assert "github.event_name=='push'" in condition
+    assert "github.ref=='refs/heads/main'" in condition
+    assert deploy["uses"].endswith(".github/workflows/pages.yml")
+    assert deploy["permissions"] == DEPLOY_SCOPES
+    pages = load(WORKFLOWS / "pages.yml")
+    assert set(triggers(pages)) == {"workflow_call"}
+    (job,) = pages["jobs"].values()
+    assert job["permissions"] == DEPLOY_SCOPES
+    assert job["environment"]["name"] == "github-pages"
+    assert [s["uses"].split("@")[0] for s in job["steps"]] == [
+        "actions/deploy-pages"
+    ]
+
+
+def test_gpu_workflow_cannot_be_started_by_a_fork_pull_request():
+    path = WORKFLOWS / "gpu.yml"
+    assert path.is_file(), ".github/workflows/gpu.yml does not exist yet"
+    gpu = load(path)
+    on = triggers(gpu)
+    assert "pull_request_target" not in on
+    if "pull_request" not in on:
+        return  # push / dispatch only: forks cannot trigger it
+    # A job that needs a guarded job inherits its guard (it is skipped
+    # when a job it needs was skipped) unless its condition overrides
+    # that with always() or cancelled() or failure().
+    for name, job in gpu["jobs"].items():
+        condition = str(job.get("if", ""))
+        inherits = job.get("needs") and not re.search(
+            r"\b(always|cancelled|failure)\(", condition
+        )
+        assert FORK_GUARD.search(condition) or inherits, (
+            f"gpu.yml:{name} runs on pull_request without checking "
+            "github.event.pull_request.head.repo.full_name == "
+            "github.repository"
+        )
