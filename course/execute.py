@@ -7,10 +7,12 @@ also stops a block that runs longer than its time limit. It is wired in
 mkdocs.yml as the superfences formatter for `python` and `pycon`.
 """
 
+import json
 import os
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 from markdown_exec import ExecutionError, base_format
@@ -97,8 +99,26 @@ def _strict_run(source, limit):
     return run
 
 
+def _record_timing(source, seconds):
+    """Append a block's run time to $COURSE_EXEC_TIMINGS (for make bench)."""
+    path = os.environ.get("COURSE_EXEC_TIMINGS")
+    if path:
+        page = _current_page()
+        name = f"docs/{page.file.src_uri}" if page else "<unknown page>"
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(json.dumps({"page": name, "seconds": seconds}) + "\n")
+
+
 def formatter(source, language, css_class, options, md, **kwargs):
     """Superfences formatter: run the block, stop the build on failure."""
+    started = time.perf_counter()
+    try:
+        return _format(source, language, options, md)
+    finally:
+        _record_timing(source, time.perf_counter() - started)
+
+
+def _format(source, language, options, md):
     options = dict(options)
     options["extra"] = dict(options.get("extra", {}))
     limit = _limit(options["extra"])

@@ -1,0 +1,140 @@
+"""`make bench`: print how long the site takes to build and to rebuild.
+
+Figures, not assertions: targets are for people to compare against.
+- cold build: `mkdocs build --strict` into an empty directory, caches off;
+- seconds spent executing each page's code blocks during that build;
+- `mkdocs serve`: seconds from a one-word prose edit to "Reloading
+  browsers", the edit undone afterwards.
+Other parts of the site add their own figures (see `EXTRA` below).
+"""
+
+import collections
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+BIN = Path(sys.executable).parent
+EDIT_PAGE = ROOT / "docs" / "walls.md"
+EDIT = ("Two separate limits push", "Two distinct limits push")
+# Modules that print their own figures, if present.
+EXTRA = ["snippets.figures.bench", "snippets.torchrun.bench", "course.browser"]
+EXTRA_ARGS = {"course.browser": ["weight"]}
+
+
+def cold_build():
+    timings = Path(tempfile.mkstemp(suffix=".jsonl")[1])
+    site = Path(tempfile.mkdtemp())
+    env = dict(os.environ, COURSE_EXEC_TIMINGS=str(timings), CI="true")
+    shutil.rmtree(ROOT / ".cache", ignore_errors=True)
+    started = time.perf_counter()
+    subprocess.run(
+        [BIN / "mkdocs", "build", "--strict", "--quiet", "--site-dir", site],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+    seconds = time.perf_counter() - started
+    per_page = collections.defaultdict(float)
+    for line in timings.read_text().splitlines():
+        row = json.loads(line)
+        per_page[row["page"]] += row["seconds"]
+    timings.unlink()
+    shutil.rmtree(site)
+    return seconds, per_page
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_rebuild():
+    """Seconds from a prose edit to the browser reload, in `mkdocs serve`."""
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            BIN / "mkdocs",
+            "serve",
+            "--dev-addr",
+            f"127.0.0.1:{port}",
+            "--livereload",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines = []
+    reader = threading.Thread(
+        target=lambda: [lines.append(ln) for ln in server.stdout], daemon=True
+    )
+    reader.start()
+    original = EDIT_PAGE.read_text(encoding="utf-8")
+    assert EDIT[0] in original, f"bench edit target missing in {EDIT_PAGE}"
+
+    def wait_for(pattern, after, limit=300):
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            for line in lines[after:]:
+                if re.search(pattern, line):
+                    return True
+            if server.poll() is not None:
+                break
+            time.sleep(0.01)
+        raise RuntimeError(
+            f"mkdocs serve never printed {pattern!r}:\n" + "".join(lines[-20:])
+        )
+
+    try:
+        wait_for(r"Serving on", 0)
+        time.sleep(1)
+        mark = len(lines)
+        started = time.perf_counter()
+        EDIT_PAGE.write_text(original.replace(*EDIT, 1), encoding="utf-8")
+        wait_for(r"Reloading browsers", mark)
+        seconds = time.perf_counter() - started
+    finally:
+        EDIT_PAGE.write_text(original, encoding="utf-8")
+        time.sleep(1.5)
+        server.terminate()
+        server.wait(timeout=30)
+    return seconds
+
+
+def main():
+    print(
+        "make bench: seconds on this machine "
+        f"({os.cpu_count()} CPUs); targets in brackets\n"
+    )
+    seconds, per_page = cold_build()
+    print(f"cold strict build, caches off: {seconds:6.2f} s  [< 20 s]")
+    print("seconds executing code blocks, by page:")
+    for page, spent in sorted(per_page.items()):
+        print(f"  {page:<32} {spent:6.2f} s")
+    print(
+        f"serve rebuild after a one-word edit: {serve_rebuild():6.2f} s"
+        "  [< 2 s]"
+    )
+    for module in EXTRA:
+        if (ROOT / Path(*module.split("."))).with_suffix(".py").exists():
+            print(f"\n{module}:", flush=True)
+            subprocess.run(
+                [sys.executable, "-m", module, *EXTRA_ARGS.get(module, [])],
+                cwd=ROOT,
+                check=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
