@@ -57,3 +57,7 @@ format: $(STAMP) ## Format code, snippets and tests with ruff
 .PHONY: clean
 clean: ## Remove the built site and caches (keeps .venv)
 	rm -rf site .cache .pytest_cache
+
+.PHONY: bench
+bench: $(STAMP) ## Print build, rebuild and training speed figures
+	$(BIN)/python -m course.bench
