@@ -21,8 +21,8 @@ A block that must not run says why on the line before its fence:
 """
 
 import difflib
-import hashlib
 import doctest
+import hashlib
 import re
 import sys
 from dataclasses import dataclass, field
