@@ -1,0 +1,104 @@
+"""Turn a matplotlib figure into small, byte-stable, accessible SVG.
+
+The figures on the site are drawn at build time from the lab functions
+and printed as inline SVG by an executed block (html="true"). Three
+things make that work:
+
+- Determinism: a fixed `svg.hashsalt` and no date in the metadata, so
+  the same data gives the same bytes (the page records a digest).
+- Light and dark mode: text, axes and frames are drawn in a sentinel
+  colour that is replaced by `currentColor`, and the background is
+  transparent, so the figure takes the page's text colour.
+- Accessibility: `role="img"`, an `aria-label` and a `<title>`, inside
+  a `<figure>` whose caption says what to notice.
+"""
+
+import html
+import io
+import re
+
+import matplotlib
+
+matplotlib.use("svg")  # no GUI backend, nothing else to import
+
+from matplotlib.figure import Figure  # noqa: E402
+
+INK = "#0a0b0c"  # sentinel for "the page's text colour"; never a data colour
+# Series colours: at least 3:1 contrast on white and on Material's slate.
+PALETTE = ("#2f7fc1", "#d9641e", "#1f9a5a", "#b8479a", "#7a6fd0")
+
+STYLE = {
+    "svg.fonttype": "none",  # text stays text: small and selectable
+    "svg.image_inline": True,
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans"],
+    "font.size": 10,
+    "text.color": INK,
+    "axes.edgecolor": INK,
+    "axes.labelcolor": INK,
+    "axes.titlecolor": INK,
+    "xtick.color": INK,
+    "ytick.color": INK,
+    "grid.color": INK,
+    "grid.alpha": 0.15,
+    "axes.facecolor": "none",
+    "figure.facecolor": "none",
+    "savefig.facecolor": "none",
+    "savefig.edgecolor": "none",
+    "savefig.transparent": True,
+    "legend.frameon": False,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "lines.linewidth": 1.8,
+    "path.simplify": True,
+}
+
+
+def style():
+    """Draw inside `with style():` so axes, ticks and text get the site
+    style (rcParams are read when each artist is made)."""
+    return matplotlib.rc_context(STYLE)
+
+
+def new_figure(width=6.4, height=3.4):
+    """A bare Figure (no pyplot state); call inside `with style():`."""
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def to_svg(fig, *, salt):
+    """The figure as an SVG string, identical for identical input."""
+    buffer = io.StringIO()
+    with matplotlib.rc_context({**STYLE, "svg.hashsalt": salt}):
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    svg = buffer.getvalue()
+    svg = svg[svg.index("<svg") :]  # drop the XML declaration and DOCTYPE
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.DOTALL)
+    svg = svg.replace(INK, "currentColor")
+    svg = svg.replace("'DejaVu Sans'", "sans-serif")
+    # Several figures share a page: make every id unique to this one,
+    # and keep matplotlib's global `*{...}` rule inside this figure.
+    svg = re.sub(
+        r'(id="|href="#|url\(#)([^"#)]+)', rf"\g<1>fig-{salt}-\g<2>", svg
+    )
+    svg = svg.replace('<style type="text/css">*{', f"<style>#fig-{salt} *{{")
+    # Indentation and blank lines only add bytes; they also break
+    # Markdown's raw-HTML handling when a blank line ends the block.
+    return "".join(line.strip() for line in svg.splitlines())
+
+
+def figure_html(fig, *, name, title, alt, caption):
+    """A <figure> with the inline SVG, its accessible name and caption."""
+    svg = to_svg(fig, salt=name)
+    # Fixed width/height in pt would stop the figure from scaling.
+    svg = re.sub(r'\s(width|height)="[\d.]+pt"', "", svg, count=2)
+    opening = re.match(r"<svg\b[^>]*>", svg).group(0)
+    labelled = (
+        opening[:-1]
+        + f' id="fig-{name}" role="img" aria-label="{html.escape(alt)}">'
+        + f"<title>{html.escape(title)}</title>"
+    )
+    svg = labelled + svg[len(opening) :]
+    return (
+        f'<figure class="diagram chart" id="figure-{name}">'
+        f"{svg}<figcaption>{html.escape(caption)}</figcaption></figure>"
+    )
