@@ -1,0 +1,220 @@
+"""The exercise notebooks: standalone export, download and Colab links.
+
+The notebooks live in git as jupytext percent files,
+docs/exercises/ms2_*.py, which import the labs from snippets/.
+mkdocs-jupyter executes and renders them at build time. A reader who
+downloads one has no snippets/ package, so `export()` builds an .ipynb
+that carries the lab files it needs (found by following the imports)
+and writes them next to itself before the first import. The notebook
+page offers that file from a hidden cell (`links()`), as a download
+and on Colab.
+
+Colab opens notebooks from GitHub only, so the Colab link points at the
+exported copy on the repository's `notebooks` branch, which CI fills
+with `python -m snippets.figures.notebooks export DIR`.
+
+Command line:
+
+    python -m snippets.figures.notebooks export DIR   # write DIR/*.ipynb
+"""
+
+import ast
+import base64
+import html
+import os
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXERCISES = ROOT / "docs" / "exercises"
+NOTEBOOKS = ("ms2_1", "ms2_2")
+SITE_ONLY = "site-only"  # cells that only make sense on the site
+LAB_DIR = "course_labs"  # where a standalone notebook writes the labs
+COLAB_BRANCH = "notebooks"
+
+# mkdocs-jupyter caches rendered notebooks by their text, so an edited
+# lab would not show until the notebook changes: fine while writing,
+# wrong in CI. mkdocs.yml reads this flag; CI=true turns caching off.
+NOTEBOOK_CACHE = os.environ.get("CI", "").strip().lower() not in {
+    "true",
+    "1",
+    "yes",
+}
+
+
+def _check_name(name):
+    if name not in NOTEBOOKS:
+        names = ", ".join(repr(n) for n in NOTEBOOKS)
+        raise ValueError(f"name must be one of {names}; got {name!r}")
+
+
+def _imported_labs(source):
+    """Names of the snippets.* modules a piece of code imports."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found.update(n for n in names if n.startswith("snippets."))
+    return found
+
+
+def lab_files(sources):
+    """{relative path: text} of every lab the code imports, with the
+    labs those labs import, in a stable order."""
+    todo = sorted(set().union(*(_imported_labs(s) for s in sources)))
+    files = {}
+    while todo:
+        module = todo.pop()
+        if module.startswith("snippets.figures"):
+            raise ValueError(
+                f"a notebook cell outside {SITE_ONLY!r} imports {module}, "
+                "which needs the build tools; import labs only"
+            )
+        rel = module.replace(".", "/") + ".py"
+        if rel in files:
+            continue
+        path = ROOT / rel
+        if not path.is_file():
+            raise ValueError(f"{module} is not a lab file ({rel} missing)")
+        files[rel] = path.read_text(encoding="utf-8")
+        todo.extend(sorted(_imported_labs(files[rel])))
+    return dict(sorted(files.items()))
+
+
+def _literal(text):
+    """Python source for the string `text`, readable where possible."""
+    if "'''" not in text and not text.endswith("\\"):
+        return "r'''" + text + "'''"
+    return repr(text)
+
+
+def _setup_source(files):
+    entries = "\n".join(
+        f"    {name!r}: {_literal(text)}," for name, text in files.items()
+    )
+    return (
+        "# The course's lab files, carried by this notebook so that it\n"
+        f"# runs anywhere: written to ./{LAB_DIR}, then imported from "
+        "there.\n"
+        "import pathlib\n"
+        "import sys\n"
+        "\n"
+        "LAB_FILES = {\n"
+        f"{entries}\n"
+        "}\n"
+        "for name, text in LAB_FILES.items():\n"
+        f'    path = pathlib.Path("{LAB_DIR}", name)\n'
+        "    path.parent.mkdir(parents=True, exist_ok=True)\n"
+        '    path.write_text(text, encoding="utf-8")\n'
+        f'sys.path.insert(0, str(pathlib.Path("{LAB_DIR}").resolve()))\n'
+        'print("labs ready:", ", ".join(LAB_FILES))'
+    )
+
+
+def export(name):
+    """The standalone .ipynb text of notebook `name` (deterministic)."""
+    import jupytext
+    import nbformat
+
+    _check_name(name)
+    nb = jupytext.read(EXERCISES / f"{name}.py")
+    cells = [
+        c for c in nb.cells if SITE_ONLY not in c.metadata.get("tags", [])
+    ]
+    files = lab_files(c.source for c in cells if c.cell_type == "code")
+    note = nbformat.v4.new_markdown_cell(
+        "This copy of the notebook carries the course's lab files: run the "
+        f"next cell first. It writes them to `./{LAB_DIR}` and puts that "
+        "folder on `sys.path`, so the `from snippets...` imports below "
+        "work without the course repository."
+    )
+    setup = nbformat.v4.new_code_cell(_setup_source(files))
+    first_code = next(i for i, c in enumerate(cells) if c.cell_type == "code")
+    cells[first_code:first_code] = [note, setup]
+    for i, cell in enumerate(cells):
+        cell.id = f"{name.replace('_', '-')}-{i:02d}"
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    nb.cells = cells
+    nb.metadata = {
+        "kernelspec": {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        },
+        "language_info": {"name": "python"},
+    }
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    nbformat.validate(nb)
+    return nbformat.writes(nb) + "\n"
+
+
+def repo_slug():
+    """'owner/repo' from repo_url in mkdocs.yml."""
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    url = re.search(r"^repo_url:\s*(\S+)", text, re.M).group(1)
+    match = re.fullmatch(r"https://github\.com/([\w.-]+/[\w.-]+?)/?", url)
+    if not match:
+        raise ValueError(f"repo_url must be a GitHub repository, got {url}")
+    return match.group(1)
+
+
+def colab_url(name):
+    _check_name(name)
+    return (
+        f"https://colab.research.google.com/github/{repo_slug()}"
+        f"/blob/{COLAB_BRANCH}/{name}.ipynb"
+    )
+
+
+def download_href(name):
+    data = base64.b64encode(export(name).encode("utf-8")).decode("ascii")
+    return f"data:application/x-ipynb+json;base64,{data}"
+
+
+class Links:
+    """Shown by Jupyter as HTML: the download and Colab links."""
+
+    def __init__(self, name):
+        _check_name(name)
+        self.name = name
+
+    def _repr_html_(self):
+        file = f"{self.name}.ipynb"
+        return (
+            '<p class="notebook-links">'
+            f'<a download="{file}" href="{download_href(self.name)}">'
+            f"Download {html.escape(file)}</a> (runs on its own: it "
+            "carries the lab files it imports) &middot; "
+            f'<a href="{html.escape(colab_url(self.name))}" '
+            'rel="noopener">Open in Colab</a></p>'
+        )
+
+    def __repr__(self):
+        return f"{self.name}.ipynb: download, or {colab_url(self.name)}"
+
+
+def links(name):
+    return Links(name)
+
+
+def main(argv):
+    if len(argv) != 2 or argv[0] != "export":
+        print(__doc__.strip().rsplit("\n\n", 1)[-1], file=sys.stderr)
+        return 2
+    out = Path(argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    for name in NOTEBOOKS:
+        (out / f"{name}.ipynb").write_text(export(name), encoding="utf-8")
+        print(out / f"{name}.ipynb")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
