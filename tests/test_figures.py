@@ -1,0 +1,188 @@
+"""The charts: byte-identical across builds, accessible, drawn from the
+labs; and the pipeline schedule lab they draw from."""
+
+import hashlib
+import json
+import math
+import re
+import subprocess
+import sys
+from itertools import product
+
+import pytest
+
+from course.fences import ROOT
+from snippets.pipeline.bubble import bubble_fraction
+from snippets.pipeline.schedule import (
+    KINDS,
+    idle_fraction,
+    peak_in_flight,
+    pipeline_schedule,
+)
+
+DIGESTS = (
+    "import hashlib, json\n"
+    "from snippets.figures.plots import FIGURES, figure\n"
+    "print(json.dumps({n: hashlib.sha256(figure(n).encode()).hexdigest()"
+    " for n in FIGURES}))\n"
+)
+
+
+@pytest.fixture(scope="module")
+def figures():
+    from snippets.figures.plots import FIGURES, figure
+
+    return {name: figure(name) for name in FIGURES}
+
+
+# --- the schedule lab -------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_schedule_idles_as_long_as_bubble_fraction(kind):
+    for stages, micro, (fwd, bwd) in product(
+        range(1, 7), range(1, 13), ((1, 1), (1, 2), (2, 3))
+    ):
+        slots = pipeline_schedule(stages, micro, kind, fwd, bwd)
+        assert math.isclose(
+            idle_fraction(slots), bubble_fraction(stages, micro, kind)
+        ), (stages, micro, fwd, bwd)
+        # fill and drain cost p - 1 slots of one forward and backward
+        step = max(s.end for s in slots)
+        assert step == (micro + stages - 1) * (fwd + bwd)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_schedule_respects_dependencies(kind):
+    stages, micro = 4, 6
+    slots = pipeline_schedule(stages, micro, kind)
+    end = {(s.stage, s.kind, s.micro): s.end for s in slots}
+    start = {(s.stage, s.kind, s.micro): s.start for s in slots}
+    assert len(slots) == 2 * stages * micro
+    for st in range(stages):
+        mine = sorted((s.start, s.end) for s in slots if s.stage == st)
+        gaps = zip(mine, mine[1:], strict=False)
+        assert all(a[1] <= b[0] for a, b in gaps), "overlap"
+        for i in range(micro):
+            if st > 0:
+                assert start[(st, "F", i)] >= end[(st - 1, "F", i)]
+            if st < stages - 1:
+                assert start[(st, "B", i)] >= end[(st + 1, "B", i)]
+            assert start[(st, "B", i)] >= end[(st, "F", i)]
+
+
+def test_1f1b_keeps_at_most_p_micro_batches_in_flight():
+    for stages, micro in product(range(1, 9), range(1, 17)):
+        gpipe = pipeline_schedule(stages, micro, "gpipe")
+        one = pipeline_schedule(stages, micro, "1f1b")
+        for st in range(stages):
+            assert peak_in_flight(one, st) == min(stages - st, micro)
+            assert peak_in_flight(gpipe, st) == micro
+        assert max(peak_in_flight(one, s) for s in range(stages)) <= stages
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"stages": 0, "microbatches": 4}, ValueError, "stages"),
+        ({"stages": 4, "microbatches": 2.0}, TypeError, "microbatches"),
+        (
+            {"stages": 4, "microbatches": 4, "schedule": "interleaved"},
+            ValueError,
+            "'gpipe', '1f1b'",
+        ),
+        (
+            {"stages": 4, "microbatches": 4, "backward": 0},
+            ValueError,
+            "backward",
+        ),
+    ],
+)
+def test_schedule_rejects_bad_input(kwargs, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        pipeline_schedule(**kwargs)
+
+
+# --- the charts -------------------------------------------------------
+
+
+def test_figures_are_identical_across_two_builds(figures):
+    """Two fresh processes, as two builds would be, give the same bytes,
+    and the same as this process."""
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", DIGESTS],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [json.loads(run.communicate(timeout=120)[0]) for run in runs]
+    here = {
+        n: hashlib.sha256(h.encode()).hexdigest() for n, h in figures.items()
+    }
+    assert outputs[0] == outputs[1] == here
+
+
+def test_figures_have_alt_text_title_and_caption(figures):
+    for name, html in figures.items():
+        svg = re.search(r"<svg\b[^>]*>", html).group(0)
+        assert 'role="img"' in svg, name
+        label = re.search(r'aria-label="([^"]+)"', svg).group(1)
+        assert len(label) > 60, (name, label)
+        title = re.search(r"<svg\b[^>]*><title>([^<]+)</title>", html)
+        assert title and len(title.group(1)) > 15, name
+        caption = re.search(r"<figcaption>([^<]+)</figcaption>", html)
+        assert caption and len(caption.group(1)) > 60, name
+        assert html.startswith("<figure") and html.endswith("</figure>")
+
+
+def test_figures_follow_the_page_colour_and_stay_small(figures):
+    ids = []
+    for name, html in figures.items():
+        assert "currentColor" in html, name
+        assert "#0a0b0c" not in html, name  # the sentinel is all replaced
+        assert "#000000" not in html, f"{name}: black would vanish in dark"
+        # transparent background: the figure and axes patches unfilled
+        assert "fill: #ffffff" not in html.split("<text", 1)[0], name
+        assert "<?xml" not in html and "<metadata>" not in html, name
+        assert not re.search(r'<svg[^>]*\swidth="', html), name
+        assert len(html.encode()) < 100_000, (name, len(html.encode()))
+        ids += re.findall(r'\sid="([^"]+)"', html)
+    assert len(ids) == len(set(ids)), "an id repeats across figures"
+
+
+def test_figure_numbers_come_from_the_labs(figures):
+    from snippets.comms.cost import comms_cost
+    from snippets.ddp.allreduce import allreduce_bytes
+    from snippets.figures.plots import COMMS_JOB, P7B
+    from snippets.zero.memory import memory_per_gpu
+
+    sent = allreduce_bytes(P7B, 2, 64)["sent_per_rank_GB"]
+    assert f"{sent:g} GB with 64" in figures["allreduce-factor"]
+    ddp = memory_per_gpu("ddp", P7B, 8)
+    assert f"DDP needs {ddp:.0f} GB" in figures["memory"]
+    cross = comms_cost(interconnect_GBps=1, **COMMS_JOB)["crossover_GBps"]
+    assert f"below {cross:.1f} GB/s" in figures["comms"]
+    assert f"{bubble_fraction(4, 16):.1%}" in figures["bubble"]
+    assert f"idle {bubble_fraction(4, 8):.1%}" in figures["schedule"]
+
+
+def test_unknown_figure_is_refused():
+    from snippets.figures.plots import figure
+
+    with pytest.raises(ValueError, match="name must be one of 'allreduce"):
+        figure("memroy")
+
+
+def test_pages_name_only_known_figures():
+    from snippets.figures.plots import FIGURES
+
+    named = re.findall(
+        r'figure\("([^"]+)"\)',
+        "\n".join(p.read_text() for p in (ROOT / "docs").rglob("*.md")),
+    )
+    assert named, "no page prints a figure"
+    assert set(named) <= set(FIGURES)
+    assert len(named) == len(set(named)), "a figure is printed twice"
