@@ -1,0 +1,280 @@
+"""The exercise notebooks run, state the numbers the labs give, and the
+copy a reader downloads runs on its own.
+
+Every notebook is executed twice: as the site renders it (in the repo,
+labs imported from snippets/) and as a reader gets it (the exported
+.ipynb, in a temporary folder, with the repository off sys.path). Both
+runs must print the same thing.
+"""
+
+import base64
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import jupytext
+import nbclient
+import nbformat
+import pytest
+import yaml
+
+from course.fences import ROOT
+from snippets.figures import notebooks
+from snippets.figures.notebooks import NOTEBOOKS, SITE_ONLY, export
+from tests.prose_numbers import (
+    COMMENT,
+    INLINE_CODE,
+    matches,
+    prose_figures,
+    source_values,
+)
+
+EXERCISES = ROOT / "docs" / "exercises"
+
+
+def run(nb, cwd):
+    nbclient.NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=120,
+        allow_errors=False,
+        resources={"metadata": {"path": str(cwd)}},
+    ).execute()
+    return nb
+
+
+def printed(nb):
+    """What each code cell printed, in order, site-only cells left out."""
+    return [
+        "".join(
+            o.get("text", "") for o in c.outputs if o.output_type == "stream"
+        )
+        for c in nb.cells
+        if c.cell_type == "code"
+        and SITE_ONLY not in c.metadata.get("tags", [])
+    ]
+
+
+@pytest.fixture(scope="module")
+def site_runs():
+    return {
+        name: run(jupytext.read(EXERCISES / f"{name}.py"), ROOT)
+        for name in NOTEBOOKS
+    }
+
+
+def test_every_exercise_file_is_a_known_notebook():
+    files = sorted(p.stem for p in EXERCISES.glob("*.py"))
+    assert files == sorted(NOTEBOOKS)
+    index = (EXERCISES / "index.md").read_text(encoding="utf-8")
+    for name in NOTEBOOKS:
+        assert f"]({name}.py)" in index, f"index.md does not link {name}"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_task_comes_before_the_worked_answer(name):
+    nb = jupytext.read(EXERCISES / f"{name}.py")
+    first = nb.cells[0]
+    assert first.cell_type == "markdown"
+    assert "**Your task**" in first.source and "**Hint.**" in first.source
+    headings = [
+        c.source.split("\n", 1)[0]
+        for c in nb.cells
+        if c.cell_type == "markdown"
+    ]
+    assert headings[1] == "## Worked answer"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_prose_numbers_trace_to_code_or_output(name, site_runs):
+    """The rule of the site's pages, applied to the notebooks: a number
+    in a markdown cell must be one the code or its output gives."""
+    nb = site_runs[name]
+    sources = [c.source for c in nb.cells if c.cell_type == "code"]
+    sources += printed(nb)
+    values = source_values(sources)
+    bad = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        prose = COMMENT.sub(" ", INLINE_CODE.sub(" ", cell.source))
+        prose = re.sub(r"^#+ MS\d\.\d", "", prose, flags=re.M)
+        bad += [f.text for f in prose_figures(prose) if not matches(f, values)]
+    assert not bad, f"{name}: numbers in prose no cell gives: {bad}"
+
+
+def test_ms2_1_states_the_lab_numbers(site_runs):
+    from snippets.strategy.choose import RUNGS
+    from snippets.zero.memory import memory_per_gpu
+
+    out = "".join(printed(site_runs["ms2_1"]))
+    p = 13_000_000_000
+    for n in (8, 64):
+        ddp = memory_per_gpu("ddp", p, n)
+        zero3 = memory_per_gpu("zero3", p, n)
+        assert f"N={n:>2}: DDP {ddp:6.2f} GB" in out
+        assert f"ZeRO-3 {zero3:5.2f} GB" in out
+    assert out.count(f"-> {RUNGS['fsdp']}") == 2
+    assert "Start on FSDP (ZeRO-3) on 8 GPUs: DDP would need 208 GB" in out
+
+
+def test_ms2_2_states_the_lab_numbers(site_runs):
+    from snippets.comms.cost import LINKS_GBps, comms_cost
+
+    out = "".join(printed(site_runs["ms2_2"]))
+    job = {
+        "params": 7_000_000_000,
+        "world_size": 64,
+        "tflops_per_gpu": 989 * 0.40,
+        "tokens_per_gpu": 8192,
+    }
+    assert LINKS_GBps["Ethernet, 10 Gb/s"] == 1.25  # not the seed's 12.5
+    r = comms_cost(interconnect_GBps=1.25, **job)
+    assert f"crossover: {r['crossover_GBps']:.1f} GB/s" in out
+    need = -(-r["comms_s"] // r["compute_s"])
+    assert (
+        f"Ethernet, 10 Gb/s          needs accum_steps >= {need:2.0f}" in out
+    )
+    for k in (2, 4):
+        moved = comms_cost(interconnect_GBps=1.25, accum_steps=k, **job)
+        assert moved["crossover_GBps"] == pytest.approx(
+            r["crossover_GBps"] / k
+        )
+        assert f"accum_steps={k:>2}: crossover" in out
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_download_runs_alone_and_prints_what_the_site_shows(
+    name, site_runs, tmp_path
+):
+    text = export(name)
+    assert text == export(name), "the export is not deterministic"
+    nb = nbformat.reads(text, as_version=4)
+    nbformat.validate(nb)
+    assert "snippets.figures" not in text and SITE_ONLY not in text
+    # The harness, not the notebook: take the repository off sys.path
+    # (the venv's .pth puts it there) before the first cell runs.
+    guard = nbformat.v4.new_code_cell(
+        textwrap.dedent(
+            f"""\
+            import importlib.util, sys
+            sys.path[:] = [p for p in sys.path
+                           if p not in ({str(ROOT)!r}, '')]
+            assert importlib.util.find_spec("snippets") is None
+            """
+        )
+    )
+    nb.cells.insert(0, guard)
+    run(nb, tmp_path)
+    nb.cells.pop(0)
+    assert (tmp_path / "course_labs" / "snippets" / "checks.py").is_file()
+    alone = printed(nb)
+    assert alone[0].startswith("labs ready:")  # the setup cell
+    assert alone[1:] == printed(site_runs[name])
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_site_cell_offers_the_download_and_colab(name, site_runs):
+    cell = next(
+        c
+        for c in site_runs[name].cells
+        if SITE_ONLY in c.metadata.get("tags", [])
+    )
+    html = cell.outputs[0]["data"]["text/html"]
+    href = re.search(
+        r'download="[^"]+" href="data:[^;]+;base64,([^"]+)"', html
+    )
+    assert base64.b64decode(href.group(1)).decode() == export(name)
+    slug = re.search(
+        r"^repo_url: https://github.com/(\S+)$",
+        (ROOT / "mkdocs.yml").read_text(),
+        re.M,
+    ).group(1)
+    colab = (
+        f"https://colab.research.google.com/github/{slug}/blob/"
+        f"{notebooks.COLAB_BRANCH}/{name}.ipynb"
+    )
+    assert f'href="{colab}"' in html
+
+
+def test_export_command_writes_every_notebook(tmp_path):
+    assert notebooks.main(["export", str(tmp_path)]) == 0
+    for name in NOTEBOOKS:
+        assert (tmp_path / f"{name}.ipynb").read_text() == export(name)
+
+
+def plugin_config():
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor(
+        "tag:yaml.org,2002:python/", lambda loader, suffix, node: suffix
+    )
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=Loader)
+    for entry in config["plugins"]:
+        if isinstance(entry, dict) and "mkdocs-jupyter" in entry:
+            return entry["mkdocs-jupyter"]
+    raise AssertionError("mkdocs-jupyter is not in mkdocs.yml plugins")
+
+
+def test_plugin_executes_strictly_and_only_the_exercises():
+    config = plugin_config()
+    assert config["include"] == ["exercises/*.py"]
+    assert config["execute"] is True
+    assert config["allow_errors"] is False
+    assert config["remove_tag_config"] == {"remove_input_tags": [SITE_ONLY]}
+    assert config["cache"] == (
+        "name:snippets.figures.notebooks.NOTEBOOK_CACHE"
+    )
+
+
+@pytest.mark.parametrize("ci, cached", [("true", False), ("", True)])
+def test_ci_turns_the_notebook_cache_off(ci, cached):
+    code = (
+        "from mkdocs.config import load_config\n"
+        "c = load_config('mkdocs.yml')\n"
+        "print(c.plugins['mkdocs-jupyter'].config['cache'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    if ci:
+        env["CI"] = ci
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip() == str(cached)
+
+
+def test_a_failing_cell_fails_the_build(tmp_path):
+    """The plugin options from mkdocs.yml, on a notebook that raises."""
+    config = dict(plugin_config(), cache=False)
+    (tmp_path / "docs" / "exercises").mkdir(parents=True)
+    (tmp_path / "docs" / "index.md").write_text("# Home\n")
+    (tmp_path / "docs" / "exercises" / "bad.py").write_text(
+        '# %% [markdown]\n# # Bad\n\n# %%\nraise RuntimeError("cell broke")\n'
+    )
+    (tmp_path / "mkdocs.yml").write_text(
+        yaml.safe_dump(
+            {
+                "site_name": "t",
+                "strict": True,
+                "nav": ["index.md"],
+                "plugins": [{"mkdocs-jupyter": config}],
+            }
+        )
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0
+    assert "cell broke" in result.stderr
+    assert not (tmp_path / "site" / "exercises" / "bad").exists()
