@@ -11,7 +11,8 @@ prints it from an executed block:
 Every number in a chart and its caption comes from a lab call, so a
 change to a lab redraws the chart. `figure()` remembers what it drew,
 keyed by the text of every file in snippets/, which keeps a `mkdocs
-serve` rebuild after a prose edit from redrawing anything.
+serve` rebuild after a prose edit from redrawing anything. The cost of
+a cold build is measured by `python -m snippets.figures.bench`.
 """
 
 import hashlib
