@@ -1,0 +1,248 @@
+"""The strict build: a failing or hanging code block stops it, and two
+clean builds of the real site are byte for byte the same.
+
+Every build here runs `mkdocs build --strict` on a copy of the project
+in a temporary directory (mkdocs.yml, course/, snippets/, and docs/ or
+a few test pages), so the checkout's site/ is never touched.
+"""
+
+import difflib
+import filecmp
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from course.fences import ROOT
+
+MKDOCS = Path(sys.executable).parent / "mkdocs"
+STARTUP_S = 60  # generous: importing mkdocs, material and markdown-exec
+COPIED = ("mkdocs.yml", "course", "snippets")
+# A fixed build date: mkdocs writes it into sitemap.xml (<lastmod>) and
+# into the gzip header of sitemap.xml.gz, and reads it from here.
+SOURCE_DATE_EPOCH = "1764374400"  # 2025-11-29 00:00 UTC
+
+
+def copy_project(dest, with_docs):
+    dest.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in COPIED + (("docs",) if with_docs else ()):
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, dest / name, ignore=ignore)
+        else:
+            shutil.copy2(source, dest / name)
+    return dest
+
+
+def mkdocs_build(project, config="mkdocs.yml", env=None, timeout=None):
+    """Run a strict build of `project`; its own course/ and snippets/
+    come first on sys.path. Returns (process, seconds)."""
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": str(project),
+        "NO_MKDOCS_2_WARNING": "1",
+        **(env or {}),
+    }
+    full_env = {k: v for k, v in full_env.items() if v is not None}
+    started = time.monotonic()
+    result = subprocess.run(
+        [str(MKDOCS), "build", "--strict", "-f", config, "-d", "site"],
+        cwd=project,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return result, time.monotonic() - started
+
+
+@pytest.fixture
+def test_site(tmp_path):
+    """The project's build config with docs/ replaced by test pages."""
+    project = copy_project(tmp_path / "project", with_docs=False)
+    (project / "docs").mkdir()
+    (project / "docs" / "index.md").write_text("# Home\n\nA test site.\n")
+
+    def build(pages, env=None, timeout=STARTUP_S):
+        nav = ["index.md"]
+        for name, text in pages.items():
+            (project / "docs" / name).write_text(text, encoding="utf-8")
+            nav.append(name)
+        # Everything from the real mkdocs.yml; only the pages differ.
+        (project / "test.yml").write_text(
+            "INHERIT: mkdocs.yml\nnav:\n" + "".join(f"  - {n}\n" for n in nav)
+        )
+        result, seconds = mkdocs_build(project, "test.yml", env, timeout)
+        return result, seconds, project / "site"
+
+    return build
+
+
+def tracebacks_in(site):
+    if not site.exists():
+        return []
+    return [
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*.html")
+        if "Traceback (most recent call last)" in p.read_text("utf-8")
+        or "ZeroDivisionError" in p.read_text("utf-8")
+    ]
+
+
+PAGE_BEFORE = "# A page\n\nSome prose before the code.\n\n"
+RAISING = {
+    "python": (
+        '```python exec="on" session="boom"\ntotal = 1\ntotal / 0\n```\n',
+        "ZeroDivisionError: division by zero",
+    ),
+    "pycon": (
+        '```pycon exec="on" session="boom"\n'
+        ">>> total = 1\n"
+        ">>> total / 0\n"
+        "```\n",
+        "ZeroDivisionError: division by zero",
+    ),
+    "included lab": (
+        '```python exec="on" session="boom"\n'
+        '--8<-- "snippets/ddp/allreduce.py:model"\n'
+        "\n"
+        "allreduce_bytes(0)\n"
+        "```\n",
+        "ValueError: param_count must be > 0, got 0",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(RAISING))
+def test_a_raising_block_stops_the_build(test_site, kind):
+    fence, last_line = RAISING[kind]
+    fine = '```python exec="on" session="fine"\nprint("fine")\n```\n'
+    result, _, site = test_site(
+        {
+            "fine.md": PAGE_BEFORE + fine,
+            "boom.md": PAGE_BEFORE + fence,
+        }
+    )
+    log = result.stdout + result.stderr
+    assert result.returncode != 0, f"the build passed:\n{log}"
+    fence_line = PAGE_BEFORE.count("\n") + 1
+    assert f"docs/boom.md:{fence_line}: code block raised {last_line}" in log
+    assert not (site / "boom" / "index.html").exists()
+    assert tracebacks_in(site) == []
+
+
+def test_a_hanging_block_is_stopped_by_the_time_limit(test_site):
+    limit = 3
+    hang = (
+        '```python exec="on" session="hang"\n'
+        "import time\n"
+        "while True:\n"
+        "    time.sleep(1)\n"
+        "```\n"
+    )
+    result, seconds, site = test_site(
+        {"hang.md": PAGE_BEFORE + hang},
+        env={"SNIPPET_TIMEOUT": str(limit)},
+        timeout=limit + STARTUP_S,  # TimeoutExpired fails the test
+    )
+    log = result.stdout + result.stderr
+    print(f"\nhanging block stopped after {seconds:.1f} s (limit {limit} s)")
+    assert result.returncode != 0, f"the build passed:\n{log}"
+    line = PAGE_BEFORE.count("\n") + 1
+    assert (
+        f"docs/hang.md:{line}: code block still running after {limit} s" in log
+    ), log
+    assert tracebacks_in(site) == []
+
+
+def test_a_fence_can_set_its_own_time_limit(test_site):
+    slow = (
+        '```python exec="on" timeout="2"\nimport time\ntime.sleep(3600)\n```\n'
+    )
+    result, _, _ = test_site(
+        {"slow.md": PAGE_BEFORE + slow},
+        env={"SNIPPET_TIMEOUT": None},
+        timeout=2 + STARTUP_S,
+    )
+    log = result.stdout + result.stderr
+    assert result.returncode != 0, f"the build passed:\n{log}"
+    assert "code block still running after 2 s" in log, log
+
+
+def test_a_passing_block_builds(test_site):
+    """The control: the same test site builds when nothing fails."""
+    ok = '```python exec="on" session="ok"\nprint(6 * 7)\n```\n'
+    result, _, site = test_site({"ok.md": PAGE_BEFORE + ok})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "42" in (site / "ok" / "index.html").read_text("utf-8")
+
+
+# --- reproducibility -------------------------------------------------------
+
+
+def differences(left, right):
+    """Files that differ between two site dirs, with a short diff each."""
+    found = []
+    compare = filecmp.dircmp(left, right)
+    stack = [(compare, Path())]
+    while stack:
+        cmp, rel = stack.pop()
+        for name in cmp.left_only + cmp.right_only:
+            found.append(f"{rel / name}: only in one build")
+        _, mismatch, errors = filecmp.cmpfiles(
+            cmp.left, cmp.right, cmp.common_files, shallow=False
+        )
+        for name in mismatch + errors:
+            a = (Path(cmp.left) / name).read_bytes()
+            b = (Path(cmp.right) / name).read_bytes()
+            try:
+                diff = difflib.unified_diff(
+                    a.decode().splitlines(), b.decode().splitlines(), n=0
+                )
+                excerpt = "\n".join(ln[:300] for ln in list(diff)[2:8])
+            except UnicodeDecodeError:
+                excerpt = "(binary)"
+            found.append(f"{rel / name}:\n{excerpt}")
+        for sub, sub_cmp in cmp.subdirs.items():
+            stack.append((sub_cmp, rel / sub))
+    return sorted(found)
+
+
+def test_two_clean_builds_are_identical(tmp_path):
+    """One snapshot of the project, copied to two different directories,
+    each built into a fresh site/: every file must match byte for byte,
+    so no output depends on the time, the machine or the path.
+
+    Runtime: the torchrun measurement and the notebooks are cached in
+    .cache/ (keyed on their inputs). The first build starts from the
+    checkout's cache and fills in what is missing; the second reuses
+    it (CI unset, so the caches are read). What those blocks print is
+    checked fresh elsewhere: by the recorded outputs (tests/test_docs.py)
+    and by the notebook and training tests.
+    """
+    env = {"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, "CI": None}
+    first = copy_project(tmp_path / "first", with_docs=True)
+    if (ROOT / ".cache").is_dir():
+        shutil.copytree(ROOT / ".cache", first / ".cache")
+    second = tmp_path / "second"
+    sites = []
+    for project in (first, second):
+        if project is second:  # the same snapshot, caches included
+            shutil.copytree(
+                first, second, ignore=shutil.ignore_patterns("site")
+            )
+        result, seconds = mkdocs_build(project, env=env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        print(f"\n{project.name} build: {seconds:.1f} s")
+        sites.append(project / "site")
+    pages = list(sites[0].rglob("*.html"))
+    assert len(pages) > 10, "the site has hardly any pages"
+    found = differences(*sites)
+    assert not found, "builds differ:\n" + "\n\n".join(found)
+    kinds = sorted({p.suffix for p in sites[0].rglob("*") if p.is_file()})
+    print(f"identical: {len(pages)} HTML pages; file types {kinds}")
