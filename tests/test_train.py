@@ -1,0 +1,333 @@
+"""snippets/torchrun/train.py under torchrun, on CPU with gloo.
+
+Every subprocess has a timeout, so a hang fails the test instead of
+blocking CI. The model is tiny; start-up dominates each launch.
+"""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from snippets.ddp.allreduce import allreduce_bytes
+from snippets.torchrun import config
+from snippets.torchrun.report import LOSS_TOLERANCE
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = (
+    "--vocab=64",
+    "--seq-len=16",
+    "--d-model=32",
+    "--n-heads=2",
+    "--n-layers=2",
+    "--d-ff=64",
+    "--micro-batch=2",
+)
+ENV = dict(
+    os.environ,
+    CUDA_VISIBLE_DEVICES="",
+    OMP_NUM_THREADS="1",
+    PYTHONPATH=os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
+    ),
+)
+for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+    ENV.pop(name, None)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun(*args, launcher=("--standalone", "--nproc_per_node=2")):
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        *launcher,
+        "-m",
+        "snippets.torchrun.train",
+        *args,
+    ]
+    return subprocess.run(
+        command,
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        check=False,
+    )
+
+
+def train_json(
+    tmp_path, *args, launcher=("--standalone", "--nproc_per_node=2")
+):
+    out = tmp_path / f"result-{len(list(tmp_path.iterdir()))}.json"
+    done = torchrun(*SMALL, *args, "--json", str(out), launcher=launcher)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(out.read_text()), done
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """One run per (strategy, accumulation steps), made on first use."""
+    made = {}
+
+    def get(strategy, accum):
+        if (strategy, accum) not in made:
+            tmp = tmp_path_factory.mktemp(f"{strategy}{accum}")
+            made[strategy, accum], _ = train_json(
+                tmp,
+                f"--strategy={strategy}",
+                f"--accum-steps={accum}",
+                "--steps=3",
+                "--check",
+            )
+        return made[strategy, accum]
+
+    return get
+
+
+def total(state):
+    return state["params"] + state["grads"] + state["optim"]
+
+
+@pytest.mark.parametrize("accum", [1, 2])
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_measured_figures_match_the_models(runs, strategy, accum):
+    r = runs(strategy, accum)
+    assert r["world_size"] == 2 and r["accum_steps"] == accum
+    for state in r["state_bytes_per_rank"]:
+        assert total(state) == r["model"]["state_bytes"]
+    assert r["traffic_last_step"] == r["model"]["traffic_last_step"]
+    assert r["sent_per_rank"] == pytest.approx(r["model"]["sent_per_rank"])
+    assert r["sent_per_micro"] == pytest.approx(r["model"]["sent_per_micro"])
+    assert set(r["syncs_per_step"].values()) == {1}
+    # N ranks x B rows x K micro-batches == one process, one big batch
+    assert r["grad_check"]["ok"], r["grad_check"]
+
+
+@pytest.mark.parametrize("accum", [1, 2])
+def test_fsdp_holds_half_and_moves_one_and_a_half_times(runs, accum):
+    ddp, fsdp = runs("ddp", accum), runs("fsdp", accum)
+    ddp_state = total(ddp["state_bytes_per_rank"][0])
+    for state in fsdp["state_bytes_per_rank"]:
+        assert 2 * total(state) == ddp_state
+    grads = allreduce_bytes(ddp["params"], bytes_per_grad=4, world_size=2)
+    assert ddp["traffic_last_step"]["all_reduce"] == round(
+        grads["grad_GB"] * 1e9
+    )
+    # ZeRO-3 on the micro-batch that reduces gradients: 3 psi vs 2 psi
+    last = fsdp["sent_per_micro"][-1] / ddp["sent_per_micro"][-1]
+    assert last == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("accum", [1, 2])
+def test_ddp_and_fsdp_give_the_same_losses(runs, accum):
+    ddp, fsdp = runs("ddp", accum), runs("fsdp", accum)
+    assert len(ddp["losses"]) == len(fsdp["losses"]) == 3
+    for a, b in zip(ddp["losses"], fsdp["losses"], strict=True):
+        assert abs(a - b) <= LOSS_TOLERANCE
+
+
+BAD = [
+    (["--strategy=zero"], "--strategy", "'ddp', 'fsdp'"),
+    (["--accum-steps=0"], "--accum-steps", ">= 1"),
+    (["--micro-batch=-1"], "--micro-batch", ">= 1"),
+    (["--global-batch=7", "--micro-batch=2"], "--global-batch", "multiple"),
+    (["--d-model=30", "--n-heads=4"], "--d-model", "--n-heads"),
+    (["--checkpoint-every=2"], "--checkpoint-every", "--checkpoint-dir"),
+]
+
+
+@pytest.mark.parametrize(
+    "args,name,allowed", BAD, ids=[b[1] + "-" + b[0][-1] for b in BAD]
+)
+def test_a_bad_flag_is_named_with_what_it_accepts(capsys, args, name, allowed):
+    with pytest.raises(SystemExit) as stop:
+        config.parse(args, env={"WORLD_SIZE": "2"})
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert name in err and allowed in err, err
+
+
+def test_a_bad_flag_exits_before_any_process_group():
+    done = subprocess.run(
+        [sys.executable, "-m", "snippets.torchrun.train", "--steps=0"],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--steps: must be a whole number >= 1" in done.stderr
+
+
+def test_a_bad_flag_fails_on_every_rank():
+    done = torchrun("--strategy=zero")
+    assert done.returncode != 0
+    assert done.stderr.count("invalid choice: 'zero'") == 2, done.stderr
+
+
+def test_a_missing_peer_is_an_error_not_a_hang():
+    env = dict(
+        ENV,
+        RANK="0",
+        LOCAL_RANK="0",
+        WORLD_SIZE="2",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(free_port()),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "snippets.torchrun.train", "--timeout=2"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "did not start within 2 s" in done.stderr, done.stderr
+    assert "2 ranks running" in done.stderr
+
+
+def test_latest_skips_half_written_checkpoints(tmp_path):
+    from snippets.torchrun.checkpoint import latest
+
+    def make(name, *files):
+        folder = tmp_path / name
+        folder.mkdir()
+        for f in files:
+            (folder / f).write_text("{}")
+
+    assert latest(tmp_path) is None
+    make("step_000002", ".metadata", "trainer.json")
+    make("step_000004", ".metadata", "trainer.json")
+    make("step_000006.tmp", ".metadata", "trainer.json")  # not renamed
+    make("step_000008")  # empty: not a checkpoint
+    make("step_000010.tmp")
+    assert latest(tmp_path).name == "step_000004"
+    assert latest(tmp_path / "absent") is None
+
+
+FAULTS = {
+    # DDP: the last rank is killed at the start of step 3; the restart
+    # resumes from the checkpoint of step 2.
+    "ddp": ("--fail-at-step=3", 2),
+    # FSDP: rank 0 is killed while saving step 2, after DCP wrote the
+    # files but before the rename; the restart skips the half-written
+    # step 2 and resumes from step 1.
+    "fsdp": ("--fail-in-save=2", 1),
+}
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_a_killed_job_restarts_and_ends_as_if_never_killed(
+    runs, tmp_path, strategy
+):
+    fault, resumed = FAULTS[strategy]
+    clean = runs(strategy, 1)  # the same flags, never interrupted
+    faulty, done = train_json(
+        tmp_path,
+        f"--strategy={strategy}",
+        "--accum-steps=1",
+        "--steps=3",
+        "--checkpoint-every=1",
+        f"--checkpoint-dir={tmp_path / 'checkpoints'}",
+        "--check",
+        fault,
+        launcher=("--standalone", "--nproc_per_node=2", "--max-restarts=1"),
+    )
+    log = done.stdout + done.stderr
+    assert clean["resumed_from_step"] == 0
+    assert faulty["resumed_from_step"] == resumed, log
+    assert f"resumed from the checkpoint of step {resumed}" in log
+    assert faulty["losses"] == clean["losses"]
+    assert faulty["weights_sha256"] == clean["weights_sha256"]
+    names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+    assert names == ["step_000001", "step_000002", "step_000003"]
+
+
+def page_commands():
+    """The shell commands of docs/torchrun.md (`\\` joins lines)."""
+    page = (ROOT / "docs" / "torchrun.md").read_text(encoding="utf-8")
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", page, re.DOTALL):
+        joined = re.sub(r"\\\n\s*", "", block)
+        for line in joined.splitlines():
+            line = line.split("  #")[0].strip()
+            if line and not line.startswith(("#", "export ")):
+                commands.append(line)
+    return commands
+
+
+def shell(command, cwd, nproc):
+    """Start `command` as a reader would, with the venv's torchrun first
+    on PATH, `nproc` processes, a tiny model and one step."""
+    command = re.sub(
+        r"--nproc_per_node=\S+", f"--nproc_per_node={nproc}", command
+    )
+    return subprocess.Popen(
+        f"{command} {' '.join(SMALL)} --steps=1",
+        shell=True,
+        cwd=cwd,
+        env=dict(ENV, PATH=f"{Path(sys.executable).parent}:{ENV['PATH']}"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def finish(processes):
+    try:
+        logs = [p.communicate(timeout=150)[0] for p in processes]
+    finally:
+        for p in processes:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=30)
+    return [p.returncode for p in processes], "\n".join(logs)
+
+
+def test_the_page_commands_run(tmp_path):
+    """The page's one-node commands as pasted, with two processes (for
+    `gpu`) and one step of a tiny model."""
+    commands = [c for c in page_commands() if "--standalone" in c]
+    assert commands, "no single-node torchrun command on the page"
+    shrunk = {
+        re.sub(r"--nproc_per_node=\S+", "--nproc_per_node=2", c)
+        for c in commands
+    }
+    for i, command in enumerate(sorted(shrunk)):
+        assert command.startswith("torchrun "), command
+        cwd = tmp_path / str(i)
+        cwd.mkdir()
+        codes, log = finish([shell(command, cwd, nproc=2)])
+        assert codes == [0], f"{command}\n{log[-3000:]}"
+
+
+def test_two_nodes_meet_at_a_c10d_rendezvous(tmp_path):
+    """The page's multi-node command, as two agents (`--nnodes=2`, one
+    process each) meeting at a c10d rendezvous on 127.0.0.1."""
+    [command] = [c for c in page_commands() if "--rdzv-endpoint" in c]
+    assert "--nnodes=2" in command and "--rdzv-backend=c10d" in command
+    command = command.replace("$HEAD_NODE:29500", f"127.0.0.1:{free_port()}")
+    out = tmp_path / "two-nodes.json"
+    agents = [
+        shell(f"{command} --json {out}", tmp_path, nproc=1) for _ in range(2)
+    ]
+    codes, log = finish(agents)
+    assert codes == [0, 0], log[-3000:]
+    result = json.loads(out.read_text())
+    assert result["world_size"] == 2 and len(result["losses"]) == 1
