@@ -18,6 +18,7 @@ a cold build is measured by `python -m snippets.figures.bench`.
 import hashlib
 import importlib
 import sys
+from itertools import product
 from pathlib import Path
 
 from matplotlib.patches import Patch
@@ -238,15 +239,18 @@ def schedule():
         fig = new_figure(6.4, 3.6)
         axes = fig.subplots(2, 1, sharex=True)
         for ax, (kind, slots) in zip(axes, runs.items(), strict=True):
-            for s in slots:
-                ax.barh(
-                    s.stage,
-                    s.end - s.start,
-                    left=s.start,
-                    height=0.8,
-                    color=colors[s.kind],
+            for stage, op in product(range(p), colors):
+                ax.broken_barh(
+                    [
+                        (s.start, s.end - s.start)
+                        for s in slots
+                        if s.stage == stage and s.kind == op
+                    ],
+                    (stage - 0.4, 0.8),
+                    facecolors=colors[op],
                     edgecolor="none",
                 )
+            for s in slots:
                 ax.text(
                     (s.start + s.end) / 2,
                     s.stage,
