@@ -24,6 +24,12 @@ from snippets.accumulation.batch import effective_batch
 from snippets.comms.cost import LINKS_GBps, comms_cost
 from snippets.ddp.allreduce import allreduce_bytes
 from snippets.pipeline.bubble import SCHEDULES, bubble_fraction, megatron_ratio
+from snippets.pipeline.schedule import (
+    KINDS,
+    idle_fraction,
+    peak_in_flight,
+    pipeline_schedule,
+)
 from snippets.strategy.choose import RUNGS, choose_strategy
 from snippets.strategy.plan import plan
 from snippets.walls.walls import state_GB, training_days
@@ -38,6 +44,7 @@ LAB_MODULES = (
     "snippets.zero.memory",
     "snippets.zero.traffic",
     "snippets.pipeline.bubble",
+    "snippets.pipeline.schedule",
     "snippets.accumulation.batch",
     "snippets.comms.cost",
     "snippets.strategy.choose",
@@ -264,6 +271,22 @@ def test_megatron_ratio_edges():
     assert megatron_ratio(0.75) == pytest.approx(3)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("p", "m"), [(1, 1), (2, 3), (4, 8), (4, 16)])
+def test_simulated_schedule_idles_as_the_formula_says(kind, p, m):
+    """With backward = 2 x forward (the default), the slot-by-slot
+    schedule idles exactly (p - 1) / (m + p - 1) of the step."""
+    slots = pipeline_schedule(p, m, kind)
+    assert idle_fraction(slots) == pytest.approx(bubble_fraction(p, m, kind))
+    assert len(slots) == 2 * p * m
+
+
+def test_1f1b_keeps_at_most_p_microbatches_in_flight():
+    gpipe, one_f_one_b = (pipeline_schedule(4, 8, k) for k in KINDS)
+    assert [peak_in_flight(gpipe, s) for s in range(4)] == [8] * 4
+    assert [peak_in_flight(one_f_one_b, s) for s in range(4)] == [4, 3, 2, 1]
+
+
 def test_one_stage_has_no_bubble():
     for schedule in SCHEDULES:
         assert bubble_fraction(1, 4, schedule) == 0
@@ -429,20 +452,32 @@ def test_plan_fits_on_the_budget_boundary():
 # --- labs run as readers run them ------------------------------------------
 
 
-def discovered_labs():
-    """Every lab module readers can run: snippets/<page>/<name>.py. The
-    torchrun labs need torch and torchrun; tests/ for that page run them."""
+def discovered_modules():
+    """Every module under snippets/<page>/, bar the torchrun ones (they
+    need torch and torchrun; tests/test_train.py runs them)."""
     for path in sorted((ROOT / "snippets").glob("*/*.py")):
         if path.parent.name != "torchrun" and path.stem != "__init__":
             yield ".".join(path.relative_to(ROOT).with_suffix("").parts)
 
 
-@pytest.mark.parametrize("module", list(discovered_labs()))
-def test_lab_imports_quietly_and_runs_as_a_script(module):
+def is_lab(module):
+    """A lab has a demo section that readers run with python -m."""
+    path = ROOT.joinpath(*module.split(".")).with_suffix(".py")
+    return "[start:demo]" in path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("module", list(discovered_modules()))
+def test_module_imports_quietly(module):
     quiet = io.StringIO()
     with contextlib.redirect_stdout(quiet):
         importlib.reload(importlib.import_module(module))
     assert quiet.getvalue() == "", f"importing {module} printed"
+
+
+@pytest.mark.parametrize(
+    "module", [m for m in discovered_modules() if is_lab(m)]
+)
+def test_lab_runs_as_a_script(module):
     run = subprocess.run(
         [sys.executable, "-m", module],
         cwd=ROOT,
@@ -451,9 +486,7 @@ def test_lab_imports_quietly_and_runs_as_a_script(module):
         timeout=60,
     )
     assert run.returncode == 0, run.stderr
-    path = ROOT.joinpath(*module.split(".")).with_suffix(".py")
-    if "[start:demo]" in path.read_text(encoding="utf-8"):
-        assert run.stdout.strip(), f"python -m {module} printed nothing"
+    assert run.stdout.strip(), f"python -m {module} printed nothing"
 
 
 # --- bad input -------------------------------------------------------------
@@ -543,13 +576,34 @@ BAD = {
         (None, TypeError),
         (1, TypeError),
     ],
+    # the slots of one step, as pipeline_schedule returns them
+    "slots": [
+        ([], ValueError),
+        (None, TypeError),
+        (4, TypeError),
+        ("FB", TypeError),
+        ([(0, 0, 1, "F", 0)], TypeError),
+    ],
+    # a stage of the 4-stage schedule below: an int in 0..3
+    "stage_index": [
+        (-1, ValueError),
+        (4, ValueError),
+        (99, ValueError),
+        (1.0, TypeError),
+        ("0", TypeError),
+        (None, TypeError),
+        (True, TypeError),
+    ],
 }
 # a count that may be left out (None means "not given")
 BAD["optional_count"] = [c for c in BAD["count"] if c[0] is not None]
+BAD["slot_kind"] = BAD["schedule"]  # pipeline_schedule's two schedules
 ALLOWED = {
     "strategy": [*SHARDED, *ALIASES],
     "schedule": list(SCHEDULES),
+    "slot_kind": list(KINDS),
 }
+FOUR_STAGES = pipeline_schedule(4, 8)
 
 # function -> (valid keyword arguments, {argument: kind})
 SPECS = {
@@ -615,6 +669,27 @@ SPECS = {
             "schedule": "schedule",
             "chunks": "count",
         },
+    ),
+    "pipeline.pipeline_schedule": (
+        pipeline_schedule,
+        {"stages": 4, "microbatches": 8, "schedule": "1f1b"},
+        {
+            "stages": "count",
+            "microbatches": "count",
+            "schedule": "slot_kind",
+            "forward": "count",
+            "backward": "count",
+        },
+    ),
+    "pipeline.idle_fraction": (
+        idle_fraction,
+        {"slots": FOUR_STAGES},
+        {"slots": "slots"},
+    ),
+    "pipeline.peak_in_flight": (
+        peak_in_flight,
+        {"slots": FOUR_STAGES, "stage": 0},
+        {"slots": "slots", "stage": "stage_index"},
     ),
     "pipeline.megatron_ratio": (
         megatron_ratio,
