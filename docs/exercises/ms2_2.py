@@ -51,20 +51,22 @@ JOB = {
     "tokens_per_gpu": 8192,  # per GPU, per micro-batch
 }
 
+compute_s = comms_cost(interconnect_GBps=1, **JOB)["compute_s"]
+print(f"compute per optimizer step: {compute_s:.3f} s on every link")
 for link, gbps in LINKS_GBps.items():
     r = comms_cost(interconnect_GBps=gbps, **JOB)
     print(
-        f"{link:<26} {gbps:>6} GB/s  compute {r['compute_s']:.3f} s  "
-        f"all-reduce {r['comms_s']:7.3f} s  {r['verdict']}"
+        f"{link:<26} {gbps:>5} GB/s  all-reduce {r['comms_s']:6.3f} s"
+        f"  {r['verdict']}"
     )
 
 # %% [markdown]
-# The compute column never changes: the GPU, the model and the tokens
-# are fixed. The all-reduce time is the bytes each rank sends divided by
-# the bandwidth, so it grows as the link slows down. Note that a
-# 64-GPU job spans at least eight nodes, so its ring crosses the
-# network: the two NVLink rows show what the GPUs could do, not what
-# this job will see.
+# The compute time is the same on every link: the GPU, the model and
+# the tokens are fixed. The all-reduce time is the bytes each rank
+# sends divided by the bandwidth, so it grows as the link slows down.
+# Note that a 64-GPU job spans at least eight nodes, so its ring
+# crosses the network: the two NVLink rows show what the GPUs could
+# do, not what this job will see.
 #
 # ### Step 2: where comms overtakes compute
 #
