@@ -3,7 +3,7 @@
 # --8<-- [start:model]
 from snippets.ddp.allreduce import GB, allreduce_bytes
 
-GiB = 2**30  # binary gibibytes, what nvidia-smi and PyTorch print
+GiB = 2**30  # binary gibibytes, as DeepSpeed prints them (labelled GB)
 
 
 def volume_table(params, world_sizes, bytes_per_grad=2):
