@@ -186,3 +186,12 @@ def test_pages_name_only_known_figures():
     assert named, "no page prints a figure"
     assert set(named) <= set(FIGURES)
     assert len(named) == len(set(named)), "a figure is printed twice"
+
+
+def test_a_rebuild_does_not_redraw(figures):
+    """`mkdocs serve` reruns every block after a prose edit: with the
+    labs unchanged, the charts come from memory, not from matplotlib."""
+    from snippets.figures import plots
+
+    for name, html in figures.items():
+        assert plots.figure(name) is html

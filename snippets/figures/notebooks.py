@@ -134,8 +134,7 @@ def export(name):
         "work without the course repository."
     )
     setup = nbformat.v4.new_code_cell(_setup_source(files))
-    first_code = next(i for i, c in enumerate(cells) if c.cell_type == "code")
-    cells[first_code:first_code] = [note, setup]
+    cells[1:1] = [note, setup]  # right after the task
     for i, cell in enumerate(cells):
         cell.id = f"{name.replace('_', '-')}-{i:02d}"
         if cell.cell_type == "code":
