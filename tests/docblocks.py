@@ -43,8 +43,8 @@ INFO = re.compile(
     re.MULTILINE,
 )
 RECORD = re.compile(
-    r"\n(?:[ \t]*\n)*(?P<indent>[ \t]*)<!-- output\n(?P<body>.*?)"
-    r"(?:\n|^)[ \t]*-->",
+    r"\n(?:[ \t]*\n)*(?P<indent>[ \t]*)<!-- output(?P<body>\n.*?)?"
+    r"\n[ \t]*-->",
     re.DOTALL,
 )
 SKIP = re.compile(r"[ \t]*<!-- skip: (?P<reason>.+?) -->[ \t]*$")
@@ -116,7 +116,7 @@ class DocBlockParser:
             end = region.end
             record = RECORD.match(text, region.end)
             if record and record["indent"] == indent:
-                body = record["body"].split("\n")
+                body = (record["body"] or "\n")[1:].split("\n")
                 block.record = "\n".join(
                     ln[len(indent) :] if ln.startswith(indent) else ln.lstrip()
                     for ln in body
