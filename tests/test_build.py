@@ -1,9 +1,9 @@
 """The strict build: a failing or hanging code block stops it, and two
 clean builds of the real site are byte for byte the same.
 
-Every build here runs `mkdocs build --strict` on a copy of the project
-in a temporary directory (mkdocs.yml, course/, snippets/, and docs/ or
-a few test pages), so the checkout's site/ is never touched.
+Every build here runs `mkdocs build --strict` on a copy of the working
+tree in a temporary directory (with its docs/, or with a few test pages
+instead), so the checkout's site/ is never touched.
 """
 
 import difflib
@@ -21,21 +21,32 @@ from course.fences import ROOT
 
 MKDOCS = Path(sys.executable).parent / "mkdocs"
 STARTUP_S = 60  # generous: importing mkdocs, material and markdown-exec
-COPIED = ("mkdocs.yml", "course", "snippets")
 # A fixed build date: mkdocs writes it into sitemap.xml (<lastmod>) and
 # into the gzip header of sitemap.xml.gz, and reads it from here.
 SOURCE_DATE_EPOCH = "1764374400"  # 2025-11-29 00:00 UTC
 
 
+def project_files():
+    """The working tree as git sees it: tracked files plus untracked
+    ones that are not ignored (no .venv, site/, .cache/ or .git)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    return [p for p in listed if (ROOT / p).is_file()]
+
+
 def copy_project(dest, with_docs):
-    dest.mkdir(parents=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in COPIED + (("docs",) if with_docs else ()):
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, dest / name, ignore=ignore)
-        else:
-            shutil.copy2(source, dest / name)
+    """A copy of the working tree; without docs/ if `with_docs` is off."""
+    for name in project_files():
+        if not with_docs and name.startswith("docs/"):
+            continue
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, target)
     return dest
 
 
@@ -218,23 +229,27 @@ def test_two_clean_builds_are_identical(tmp_path):
     each built into a fresh site/: every file must match byte for byte,
     so no output depends on the time, the machine or the path.
 
-    Runtime: the torchrun measurement and the notebooks are cached in
-    .cache/ (keyed on their inputs). The first build starts from the
-    checkout's cache and fills in what is missing; the second reuses
-    it (CI unset, so the caches are read). What those blocks print is
-    checked fresh elsewhere: by the recorded outputs (tests/test_docs.py)
-    and by the notebook and training tests.
+    The notebooks are executed and rendered fresh in both builds (their
+    cache is left out). The torchrun measurement is read from the
+    checkout's cache in .cache/torchrun (CI unset), to keep this test
+    short: what that block prints is compared with its recorded output
+    by tests/test_docs.py, fresh in CI, and tests/test_train.py runs
+    the script itself.
     """
     env = {"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, "CI": None}
     first = copy_project(tmp_path / "first", with_docs=True)
-    if (ROOT / ".cache").is_dir():
-        shutil.copytree(ROOT / ".cache", first / ".cache")
+    if (ROOT / ".cache" / "torchrun").is_dir():
+        shutil.copytree(
+            ROOT / ".cache" / "torchrun", first / ".cache" / "torchrun"
+        )
     second = tmp_path / "second"
     sites = []
     for project in (first, second):
-        if project is second:  # the same snapshot, caches included
+        if project is second:  # the same snapshot and torchrun cache
             shutil.copytree(
-                first, second, ignore=shutil.ignore_patterns("site")
+                first,
+                second,
+                ignore=shutil.ignore_patterns("site", "mkdocs-jupyter"),
             )
         result, seconds = mkdocs_build(project, env=env)
         assert result.returncode == 0, result.stdout + result.stderr
