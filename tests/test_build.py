@@ -30,7 +30,17 @@ def project_files():
     """The working tree as git sees it: tracked files plus untracked
     ones that are not ignored (no .venv, site/, .cache/ or .git)."""
     listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        # safe.directory: in a CI container the checkout belongs to
+        # another user, and git would refuse to read it.
+        [
+            "git",
+            "-c",
+            f"safe.directory={ROOT}",
+            "ls-files",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
