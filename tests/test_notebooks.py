@@ -7,6 +7,7 @@ labs imported from snippets/) and as a reader gets it (the exported
 runs must print the same thing.
 """
 
+import asyncio
 import base64
 import os
 import re
@@ -34,14 +35,18 @@ from tests.prose_numbers import (
 EXERCISES = ROOT / "docs" / "exercises"
 
 
-def run(nb, cwd):
-    nbclient.NotebookClient(
+def client(nb, cwd):
+    return nbclient.NotebookClient(
         nb,
         kernel_name="python3",
         timeout=120,
         allow_errors=False,
         resources={"metadata": {"path": str(cwd)}},
-    ).execute()
+    )
+
+
+def run(nb, cwd):
+    client(nb, cwd).execute()
     return nb
 
 
@@ -59,10 +64,16 @@ def printed(nb):
 
 @pytest.fixture(scope="module")
 def site_runs():
-    return {
-        name: run(jupytext.read(EXERCISES / f"{name}.py"), ROOT)
-        for name in NOTEBOOKS
-    }
+    """Every notebook as the build runs it; the kernels run side by side."""
+    nbs = {n: jupytext.read(EXERCISES / f"{n}.py") for n in NOTEBOOKS}
+
+    async def run_all():
+        await asyncio.gather(
+            *(client(nb, ROOT).async_execute() for nb in nbs.values())
+        )
+
+    asyncio.run(run_all())
+    return nbs
 
 
 def test_every_exercise_file_is_a_known_notebook():
