@@ -139,11 +139,11 @@ def test_zero_paper_figure_1():
     assert shown(row["zero3"], 1) == "1.9"
 
 
-# Table 1 of the ZeRO paper (per-device model-state GB against the DP
-# degree). The stored reference material available to this project
-# did not contain the table, so these are the values the sec. 5
-# formulas give at the precision the paper prints (GB = 1e9 bytes); the
-# 7.5B column at N = 64 is Figure 1, checked above.
+# Table 1 of the ZeRO paper: per-device model-state GB against the DP
+# degree, for 7.5B, 128B and 1T parameters. The table itself was not in
+# the reference material this project could search, so these cells are
+# derived from the sec. 5 formulas (GB = 1e9 bytes) and written to one
+# decimal at most; the 7.5B row at N = 64 is Figure 1, checked above.
 TABLE_1 = {
     # psi: {N: (zero1, zero2, zero3)}
     7_500_000_000: {
@@ -165,6 +165,7 @@ TABLE_1 = {
         1: ("16000", "16000", "16000"),
         4: ("7000", "5500", "4000"),
         16: ("4750", "2875", "1000"),
+        64: ("4187.5", "2218.8", "250"),
         256: ("4046.9", "2054.7", "62.5"),
         1024: ("4011.7", "2013.7", "15.6"),
     },
