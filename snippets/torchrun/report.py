@@ -48,12 +48,14 @@ def compare(m):
             "all_gather": 0,
             "reduce_scatter": 0,
         }
-    else:  # ZeRO-3: gather in forward and backward, then reduce-scatter
+    elif world > 1:  # ZeRO-3: gather in forward and backward, scatter
         traffic = {
             "all_reduce": 0,
             "all_gather": 2 * k * p * gather,
             "reduce_scatter": p * b["bytes_grad"],
         }
+    else:  # FSDP2 skips its collectives on a single rank
+        traffic = {"all_reduce": 0, "all_gather": 0, "reduce_scatter": 0}
     # Each rank sends 2(N-1)/N of an all-reduced buffer, (N-1)/N of an
     # all-gathered or reduce-scattered one (nccl-tests' bus bandwidth).
     share = (world - 1) / world
@@ -75,7 +77,7 @@ def compare(m):
         "traffic_last_step": traffic,
         "sent_per_rank": sent(traffic),
         "sent_per_micro": [sent(t) for t in per_micro],
-        "syncs_per_step": 1,
+        "syncs_per_step": 1 if any(traffic.values()) else 0,
     }
     if m["strategy"] == "ddp":  # the all-reduce page's model
         model["sent_per_rank"] = ring["sent_per_rank_GB"] * GB
@@ -112,7 +114,9 @@ def summary(r):
                 f"model {mod['traffic_last_step'][kind]}"
             )
     syncs = sorted(set(r["syncs_per_step"].values()))
-    lines.append(f"gradient syncs per step: {syncs}; model [1]")
+    lines.append(
+        f"gradient syncs per step: {syncs}; model [{mod['syncs_per_step']}]"
+    )
     if r["grad_check"]:
         c = r["grad_check"]
         lines.append(
@@ -157,7 +161,9 @@ def table(ddp, fsdp):
         return pick
 
     def syncs(r, m):
-        return 1 if m else max(r["syncs_per_step"].values())
+        if m:
+            return r["model"]["syncs_per_step"]
+        return max(r["syncs_per_step"].values())
 
     head = ("ddp", "model", "fsdp", "model")
     return "\n".join(
@@ -255,7 +261,7 @@ def problems(ddp, fsdp, loss_tolerance=LOSS_TOLERANCE):
                 found.append(f"{name} rank {i}: state bytes {total(b)}")
         if r["traffic_last_step"] != mod["traffic_last_step"]:
             found.append(f"{name}: traffic {r['traffic_last_step']}")
-        if set(r["syncs_per_step"].values()) != {1}:
+        if set(r["syncs_per_step"].values()) != {mod["syncs_per_step"]}:
             found.append(f"{name}: syncs per step {r['syncs_per_step']}")
         if r["grad_check"] and not r["grad_check"]["ok"]:
             found.append(f"{name}: gradient check {r['grad_check']}")
