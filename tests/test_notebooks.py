@@ -289,3 +289,12 @@ def test_a_failing_cell_fails_the_build(tmp_path):
     assert result.returncode != 0
     assert "cell broke" in result.stderr
     assert not (tmp_path / "site" / "exercises" / "bad").exists()
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_the_small_percent_reader_agrees_with_jupytext(name):
+    path = EXERCISES / f"{name}.py"
+    assert notebooks.read_percent(path) == [
+        (c.cell_type, c.source, c.metadata.get("tags", []))
+        for c in jupytext.read(path).cells
+    ]

@@ -21,6 +21,7 @@ Command line:
 import ast
 import base64
 import html
+import json
 import os
 import re
 import sys
@@ -116,42 +117,76 @@ def _setup_source(files):
     )
 
 
+CELL = re.compile(r"^# %%(?P<md> \[markdown\])?(?P<meta>.*)$", re.M)
+
+
+def read_percent(path):
+    """The cells of a jupytext percent file, as (kind, source, tags).
+
+    The notebooks use a small part of the format: `# %%` code cells,
+    `# %% [markdown]` cells and `tags=[...]`. Reading it here keeps
+    jupytext and nbformat out of the kernel that renders the page
+    (about a second per notebook); tests/test_notebooks.py checks that
+    jupytext reads the same cells.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    marks = list(CELL.finditer(text))
+    cells = []
+    for mark, after in zip(marks, [*marks[1:], None], strict=True):
+        body = text[mark.end() : after.start() if after else len(text)]
+        lines = body.strip("\n").split("\n")
+        kind = "markdown" if mark["md"] else "code"
+        if kind == "markdown":
+            lines = [ln[2:] if ln.startswith("# ") else ln[1:] for ln in lines]
+        tags = re.search(r"tags=\[([^\]]*)\]", mark["meta"])
+        tags = re.findall(r'"([^"]+)"', tags.group(1)) if tags else []
+        cells.append((kind, "\n".join(lines), tags))
+    return cells
+
+
+def _cell(name, i, kind, source):
+    cell = {
+        "cell_type": kind,
+        "id": f"{name.replace('_', '-')}-{i:02d}",
+        "metadata": {},
+        "source": source.splitlines(keepends=True),
+    }
+    if kind == "code":
+        cell.update(execution_count=None, outputs=[])
+    return cell
+
+
 def export(name):
     """The standalone .ipynb text of notebook `name` (deterministic)."""
-    import jupytext
-    import nbformat
-
     _check_name(name)
-    nb = jupytext.read(EXERCISES / f"{name}.py")
     cells = [
-        c for c in nb.cells if SITE_ONLY not in c.metadata.get("tags", [])
+        (kind, source)
+        for kind, source, tags in read_percent(EXERCISES / f"{name}.py")
+        if SITE_ONLY not in tags
     ]
-    files = lab_files(c.source for c in cells if c.cell_type == "code")
-    note = nbformat.v4.new_markdown_cell(
+    files = lab_files(src for kind, src in cells if kind == "code")
+    note = (
+        "markdown",
         "This copy of the notebook carries the course's lab files: run the "
         f"next cell first. It writes them to `./{LAB_DIR}` and puts that "
         "folder on `sys.path`, so the `from snippets...` imports below "
-        "work without the course repository."
+        "work without the course repository.",
     )
-    setup = nbformat.v4.new_code_cell(_setup_source(files))
-    cells[1:1] = [note, setup]  # right after the task
-    for i, cell in enumerate(cells):
-        cell.id = f"{name.replace('_', '-')}-{i:02d}"
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-    nb.cells = cells
-    nb.metadata = {
-        "kernelspec": {
-            "name": "python3",
-            "display_name": "Python 3",
-            "language": "python",
+    cells[1:1] = [note, ("code", _setup_source(files))]  # after the task
+    nb = {
+        "cells": [_cell(name, i, *cell) for i, cell in enumerate(cells)],
+        "metadata": {
+            "kernelspec": {
+                "display_name": "Python 3",
+                "language": "python",
+                "name": "python3",
+            },
+            "language_info": {"name": "python"},
         },
-        "language_info": {"name": "python"},
+        "nbformat": 4,
+        "nbformat_minor": 5,
     }
-    nb.nbformat, nb.nbformat_minor = 4, 5
-    nbformat.validate(nb)
-    return nbformat.writes(nb) + "\n"
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def repo_slug():
