@@ -39,11 +39,20 @@ lint: $(STAMP) ## ruff: lint and format check of code, snippets and tests
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check snippets course tests
 
+.PHONY: browser
+browser: $(STAMP) ## Get the Chromium the browser tests drive, if missing
+	$(BIN)/python -m course.browser install
+
 .PHONY: test
-test: $(STAMP) ## Every check: lint, strict build, all tests
+test: $(STAMP) browser ## Every check: lint, strict build, all tests
 	$(MAKE) lint
 	$(MAKE) build
 	$(BIN)/pytest
+
+.PHONY: screenshots
+screenshots: $(STAMP) browser ## Screenshot every page, light and dark, into screenshots/
+	$(MAKE) build
+	$(BIN)/python -m course.browser screenshots
 
 .PHONY: update-outputs
 update-outputs: $(STAMP) ## Re-record what the code blocks in docs/ print

@@ -1,0 +1,383 @@
+"""The detectors fire: small broken pages served locally, and a copy of
+the built site with a link broken, a CDN script added and a figure's
+text alternative removed."""
+
+import re
+import shutil
+
+import pytest
+
+from course import browser
+from tests.browser import checks
+
+ARTICLE = '<article class="md-content__inner md-typeset">{}</article>'
+
+
+def page(body, head=""):
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>t</title>{head}</head><body>"
+        f"<main>{ARTICLE.format(body)}</main></body></html>"
+    )
+
+
+@pytest.fixture
+def tiny(tmp_path, chromium):
+    """write(name, html) -> url path; open_(path) -> Visit on tmp_path."""
+    opened = []
+
+    with browser.serve(tmp_path) as base_url:
+
+        def write(name, html):
+            target = tmp_path / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(html, encoding="utf-8")
+            return name
+
+        def open_(path, **options):
+            v = checks.Visit(chromium, base_url, **options)
+            opened.append(v)
+            v.goto(path)
+            return v
+
+        yield write, open_, tmp_path
+        for v in opened:
+            v.close()
+
+
+# --- links -------------------------------------------------------------------
+
+
+def test_link_checker_names_missing_files_and_anchors(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "index.html").write_text(
+        page('<h2 id="here">x</h2><a name="old">y</a>')
+    )
+    (tmp_path / "index.html").write_text(
+        page(
+            '<a href="a/">ok</a> <a href="a/#here">ok</a>'
+            '<a href="a/#old">ok</a> <a href="#top">ok</a>'
+            '<a href="https://example.org/x">other site</a>'
+            '<a href="mailto:x@example.org">mail</a>'
+            '<a href="missing/">bad</a> <a href="a/#nowhere">bad</a>'
+            '<img src="img/none.png" alt="x">'
+        )
+    )
+    problems = checks.link_problems(tmp_path, "", site_url="")
+    assert len(problems) == 3, problems
+    assert any("'missing/'" in p and "no such file" in p for p in problems)
+    assert any("no id 'nowhere'" in p for p in problems)
+    assert any("img/none.png" in p for p in problems)
+    assert "home: 3 problem(s)" in checks.report("home", problems)
+
+
+def test_resolve_handles_site_url_and_relative_paths():
+    url = "https://x.example/course/"
+    assert browser.resolve("ddp/", "../zero/#a", url) == ("zero/", "a")
+    assert browser.resolve("ddp/", "#b", url) == ("ddp/", "b")
+    assert browser.resolve("", "ddp/", url) == ("ddp/", "")
+    assert browser.resolve("ddp/", "https://x.example/course/zero/", url) == (
+        "zero/",
+        "",
+    )
+    assert browser.resolve("ddp/", "https://github.com/x", url) is None
+    assert browser.resolve("ddp/", "/course/a.css", url)[0] == "course/a.css"
+
+
+# --- loading -----------------------------------------------------------
+
+
+def test_visit_records_other_hosts_console_errors_and_404s(tiny):
+    write, open_, _ = tiny
+    write(
+        "index.html",
+        page(
+            "<p>x</p><script>console.error('boom')</script>"
+            '<img src="gone.png" alt="gone">',
+            head='<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/'
+            'tex-mml-chtml.js"></script>',
+        ),
+    )
+    v = open_("")
+    v.settle()
+    text = "\n".join(v.problems)
+    assert "request to another host: https://cdn.jsdelivr.net" in text
+    assert "console error: boom" in text
+    assert "HTTP 404" in text and "gone.png" in text
+
+
+def test_visit_is_quiet_on_a_clean_page(tiny):
+    write, open_, _ = tiny
+    write("index.html", page("<p>fine</p>"))
+    v = open_("")
+    v.settle()
+    assert v.problems == []
+
+
+# --- what the page shows -----------------------------------------------------
+
+
+def test_lab_output_checker(tiny):
+    write, open_, _ = tiny
+    body = (
+        '<div class="result"><pre><code>N=8: 24.5 GB</code></pre></div>'
+        "<!-- output\nN=8: 24.5 GB\n-->"
+        '<div class="result" style="display:none"><pre>x</pre></div>'
+        "<!-- output\nx\n-->"
+        '<div class="result"><pre>N=8: 99 GB</pre></div>'
+        "<!-- output\nN=8: 24.5 GB\n-->"
+        "<div></div><!-- output\nsomething\n-->"
+    )
+    write("index.html", page(body))
+    problems = checks.lab_output_problems(open_("").page)
+    assert len(problems) == 3, problems
+    assert "lab output #2" in problems[0] and "not visible" in problems[0]
+    assert "lab output #3" in problems[1] and "differs" in problems[1]
+    assert "lab output #4" in problems[2]
+
+
+def test_figure_checker(tiny):
+    write, open_, tmp = tiny
+    (tmp / "dot.png").write_bytes(_PNG)
+    body = (
+        '<svg role="img" aria-label="named" width="200" height="100">'
+        '<rect width="200" height="100"/></svg>'
+        '<svg width="200" height="100"><rect width="9" height="9"/></svg>'
+        '<svg role="img" width="200" height="100" style="display:none">'
+        "<title>hidden</title></svg>"
+        '<img src="dot.png" alt="a dot"><img src="dot.png">'
+        '<button><svg width="16" height="16"></svg></button>'
+    )
+    write("index.html", page(body))
+    problems, count = checks.figure_problems(open_("").page)
+    assert count == 3  # the button's icon is not a figure
+    text = "\n".join(problems)
+    assert 'figure #2 (inline SVG) has no role="img"' in text
+    assert "figure #2 (inline SVG) has no text alternative" in text
+    assert "figure #3 (inline SVG) is not visible" in text
+    assert "image #2 (dot.png) has no alt text" in text
+    assert "figure #1" not in text and "image #1" not in text
+
+
+def test_math_checker(tiny):
+    write, open_, _ = tiny
+    good = "<math><mi>N</mi><mo>-</mo><mn>1</mn></math>"
+    body = (
+        f'<span class="arithmatex">{good}</span>'
+        '<span class="arithmatex">\\(N-1\\)</span>'
+        f'<div style="display:none">{good}</div>'
+    )
+    write("index.html", page(body))
+    problems, count = checks.math_problems(open_("").page)
+    assert count == 2
+    assert len(problems) == 2, problems
+    assert "formula #2" in problems[0] and "not MathML" in problems[0]
+    assert "no size or is hidden" in problems[1]
+
+
+def test_details_checker(tiny):
+    write, open_, _ = tiny
+    body = (
+        "<details><summary>Answer</summary><p>42</p></details>"
+        "<details><summary>Empty</summary></details>"
+        '<details><summary>Hidden</summary><p class="h">x</p></details>'
+        "<details><summary>Stuck</summary><p>y</p></details>"
+        "<script>document.querySelectorAll('summary')[3].addEventListener("
+        "'click', (e) => e.preventDefault())</script>"
+    )
+    write(
+        "index.html", page(body, head="<style>.h{visibility:hidden}</style>")
+    )
+    problems, count = checks.details_problems(open_("").page)
+    assert count == 4
+    assert problems == [
+        'details #2 ("Empty") opened but shows no content',
+        'details #3 ("Hidden") opened but shows no content',
+        'details #4 ("Stuck") did not open on click',
+    ]
+
+
+def test_copy_checker(tiny):
+    write, open_, _ = tiny
+    body = (
+        '<pre id="__code_0"><code>print(1)</code></pre>'
+        '<button data-md-type="copy" data-clipboard-target="#__code_0 > code"'
+        " onclick=\"navigator.clipboard.writeText('print(1)')\">c</button>"
+        '<pre id="__code_1"><code>print(2)</code></pre>'
+        '<button data-md-type="copy" data-clipboard-target="#__code_1 > code"'
+        " onclick=\"navigator.clipboard.writeText('nope')\">c</button>"
+        '<pre id="__code_2"><code>print(3)</code></pre>'
+        '<button data-md-type="copy" data-clipboard-target="#__code_2 > code"'
+        ">c</button>"
+        '<pre id="__code_3"><code>print(4)</code></pre>'
+    )
+    write("index.html", page(body))
+    v = open_("")
+    v.context.grant_permissions(
+        ["clipboard-read", "clipboard-write"], origin=v.base_url.rstrip("/")
+    )
+    problems, count = checks.copy_problems(v.page)
+    assert count == 4
+    assert len(problems) == 3, problems
+    assert "code block #2" in problems[0] and "'nope'" in problems[0]
+    assert "code block #3" in problems[1] and "copied nothing" in problems[1]
+    assert "code block #4" in problems[2] and "no copy button" in problems[2]
+
+
+def test_contrast_checker(tiny):
+    write, open_, _ = tiny
+    body = (
+        '<svg role="img" aria-label="f" width="300" height="120">'
+        '<rect width="300" height="60" fill="#000"/>'
+        '<text x="10" y="40" fill="#fff">white on black</text>'
+        '<text x="10" y="100" fill="#222">dark on the page</text>'
+        "</svg>"
+    )
+    write(
+        "index.html",
+        page(body, head="<style>body{background:#1e2129}</style>"),
+    )
+    problems, checked = checks.contrast_problems(open_("").page)
+    assert checked == 2
+    assert len(problems) == 1, problems
+    assert '"dark on the page"' in problems[0]
+    assert "on rgb(30, 33, 41)" in problems[0]
+
+
+def test_axe_reports_an_image_without_alt(tiny):
+    write, open_, tmp = tiny
+    (tmp / "dot.png").write_bytes(_PNG)
+    write("index.html", page('<img src="dot.png">'))
+    v = open_("")
+    problems = checks.axe_problems(v.page)
+    assert any("image-alt" in p for p in problems), problems
+    v.settle()
+    assert v.problems == []  # axe fetched nothing
+
+
+def test_weight_budget_is_enforced(tmp_path):
+    (tmp_path / "big.png").write_bytes(b"\0" * 1_200_000)
+    (tmp_path / "s.css").write_text("a{background:url(big.png)}")
+    (tmp_path / "index.html").write_text(
+        page("<p>x</p>", head='<link rel="stylesheet" href="s.css">')
+    )
+    weight = browser.page_weight(tmp_path, "")
+    assert weight["images"] == 1_200_000
+    assert weight["total"] > browser.WEIGHT_BUDGET
+
+
+# --- the built site, broken on purpose ------------------------------------
+
+
+@pytest.fixture
+def broken_site(site, tmp_path):
+    copy = tmp_path / "site"
+    shutil.copytree(site, copy)
+    return copy
+
+
+def _edit(site, path, pattern, replacement):
+    file = browser.page_file(site, path)
+    text = file.read_text(encoding="utf-8")
+    new, n = re.subn(pattern, replacement, text, count=1)
+    assert n == 1, f"{pattern!r} not found in {file}"
+    file.write_text(new, encoding="utf-8")
+
+
+def test_a_broken_link_fails_naming_the_page(broken_site):
+    _edit(broken_site, "ddp/", r'href="\.\./zero/', 'href="../zer0/')
+    problems = checks.link_problems(broken_site, "ddp/")
+    message = checks.report(browser.page_id("ddp/"), problems)
+    assert message.startswith("ddp: 1 problem(s)")
+    assert "zer0/" in message
+
+
+def test_a_cdn_script_fails_naming_the_page(broken_site, chromium):
+    _edit(
+        broken_site,
+        "zero/",
+        "</head>",
+        '<script src="https://cdn.jsdelivr.net/npm/mathjax@3"></script>'
+        "</head>",
+    )
+    with browser.serve(broken_site) as url:
+        v = checks.Visit(chromium, url)
+        try:
+            v.goto("zero/", wait_until="networkidle")
+            v.settle()
+            problems = list(v.problems)
+        finally:
+            v.close()
+    message = checks.report(browser.page_id("zero/"), problems)
+    assert message.startswith("zero: 1 problem(s)"), message
+    assert "https://cdn.jsdelivr.net/npm/mathjax@3" in message
+
+
+def test_a_figure_without_alt_text_fails_naming_the_page(
+    broken_site, chromium
+):
+    # The diagram on page 2 is named by aria-labelledby -> <title>, <desc>.
+    _edit(
+        broken_site,
+        "parallelism/",
+        r'(<svg[^>]*role="img"[^>]*?) aria-labelledby="[^"]*"',
+        r"\1",
+    )
+    _edit(
+        broken_site,
+        "parallelism/",
+        r"(?s)(<svg[^>]*>\s*)<title[ >].*?</title>",
+        r"\1",
+    )
+    with browser.serve(broken_site) as url:
+        v = checks.Visit(chromium, url)
+        try:
+            v.goto("parallelism/")
+            problems, count = checks.figure_problems(v.page)
+            problems += checks.axe_problems(v.page)
+        finally:
+            v.close()
+    message = checks.report(browser.page_id("parallelism/"), problems)
+    assert count >= 1
+    assert message.startswith("parallelism:"), message
+    assert "has no text alternative" in message
+    assert "svg-img-alt" in message  # axe agrees
+
+
+def test_a_palette_without_its_colours_fails(broken_site, chromium):
+    for css in (broken_site / "assets" / "stylesheets").glob("palette.*"):
+        css.write_text("")
+    with browser.serve(broken_site) as url:
+        v = checks.Visit(chromium, url)
+        try:
+            v.goto("ddp/")
+            problems = checks.palette_problems(v.page)
+        finally:
+            v.close()
+    assert "the background did not change with the palette" in problems
+
+
+def _png():
+    """A valid 1x1 PNG."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        body = kind + data
+        return (
+            struct.pack(">I", len(data))
+            + body
+            + struct.pack(">I", zlib.crc32(body))
+        )
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 6, 0, 0, 0)
+    pixels = zlib.compress(b"\0\0\0\0\xff")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", pixels)
+        + chunk(b"IEND", b"")
+    )
+
+
+_PNG = _png()

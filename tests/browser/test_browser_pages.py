@@ -1,0 +1,134 @@
+"""Every page of the built site, in Chromium: it loads cleanly, shows its
+lab outputs, figures and formulas, its hidden answers open, its copy
+buttons copy, the palette toggle works, its links resolve, it passes
+axe-core and it stays within the page weight budget."""
+
+import pytest
+
+from course import browser
+from tests.browser import checks
+
+PAGES = browser.pages()
+# Pages that must have figures and hidden answers (so that the checks
+# below cannot pass by finding nothing).
+FIGURE_PAGES = {"parallelism", "ddp", "zero", "pipeline", "comms"}
+ANSWER_PAGES = {"knowledge-checks", "ladder"}
+
+
+# Module scope groups the tests by page, so that `loaded` opens each page
+# once for the checks that only read it.
+@pytest.fixture(
+    scope="module", params=PAGES, ids=[browser.page_id(p) for p in PAGES]
+)
+def page_path(request, site):
+    path = request.param
+    if browser.page_file(site, path) is None:
+        pytest.fail(
+            f"{browser.page_id(path)}: in the nav but not built "
+            f"(no file serves /{path} in site/)",
+            pytrace=False,
+        )
+    return path
+
+
+@pytest.fixture(scope="module")
+def loaded(chromium, base_url, page_path):
+    """The page, opened once and left to settle, with clipboard access;
+    tests that click the palette toggle or the summaries open their own
+    copy."""
+    v = checks.Visit(chromium, base_url)
+    v.context.grant_permissions(
+        ["clipboard-read", "clipboard-write"], origin=base_url.rstrip("/")
+    )
+    v.goto(page_path, wait_until="networkidle")
+    v.settle()
+    yield v
+    v.close()
+
+
+def fail_on(path, problems):
+    if problems:
+        pytest.fail(
+            checks.report(browser.page_id(path), problems), pytrace=False
+        )
+
+
+def test_loads_cleanly(loaded, page_path):
+    """No console error, failed request, HTTP error or other host."""
+    fail_on(page_path, list(loaded.problems))
+
+
+def test_lab_outputs_are_shown(loaded, page_path):
+    page = loaded.page
+    fail_on(page_path, checks.lab_output_problems(page))
+
+
+def test_figures_are_shown_and_named(loaded, page_path):
+    page = loaded.page
+    problems, count = checks.figure_problems(page)
+    if browser.page_id(page_path) in FIGURE_PAGES and count == 0:
+        problems.append("no figure (inline SVG) found on a figure page")
+    fail_on(page_path, problems)
+
+
+def test_formulas_render_as_mathml(loaded, page_path):
+    page = loaded.page
+    problems, _ = checks.math_problems(page)
+    fail_on(page_path, problems)
+
+
+def test_hidden_answers_open(visit, page_path):
+    page = visit(page_path).page
+    problems, count = checks.details_problems(page)
+    if browser.page_id(page_path) in ANSWER_PAGES and count == 0:
+        problems.append("no hidden answer (??? details) found")
+    fail_on(page_path, problems)
+
+
+def test_copy_buttons_copy_the_code(loaded, page_path):
+    problems, _ = checks.copy_problems(loaded.page)
+    fail_on(page_path, problems)
+
+
+def test_palette_toggle_and_figure_contrast(visit, page_path):
+    page = visit(page_path).page
+    fail_on(page_path, checks.palette_problems(page))
+
+
+def test_internal_links_resolve(site, page_path):
+    fail_on(page_path, checks.link_problems(site, page_path))
+
+
+def test_accessibility(loaded, page_path):
+    before = len(loaded.problems)
+    problems = checks.axe_problems(loaded.page)
+    loaded.settle()
+    # axe.min.js is injected from the installed package: it fetches
+    # nothing (a request would be recorded here).
+    problems += loaded.problems[before:]
+    fail_on(page_path, problems)
+
+
+def test_page_weight(loaded, site, page_path):
+    """The weight helper counts every file the browser loads, and the
+    page stays under the budget (bytes, not time)."""
+    v = loaded
+    counted = browser.page_resources(site, page_path)
+    missed = sorted(
+        {u.split("?")[0].split("#")[0] or "index.html" for u in v.loaded}
+        - {
+            p[: -len("index.html")]
+            for p in counted
+            if p.endswith("index.html")
+        }
+        - set(counted)
+        - {"search/search_index.json"}
+    )
+    problems = [f"loaded but not counted by page_weight: {u}" for u in missed]
+    weight = browser.page_weight(site, page_path)
+    if weight["total"] > browser.WEIGHT_BUDGET:
+        problems.append(
+            f"weighs {weight['total'] / 1000:.1f} kB, over the "
+            f"{browser.WEIGHT_BUDGET / 1000:.0f} kB budget ({weight})"
+        )
+    fail_on(page_path, problems)
