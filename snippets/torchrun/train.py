@@ -144,11 +144,14 @@ def weights_digest(model):
     return h.hexdigest()
 
 
+def first_try():
+    return os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
+
+
 def maybe_fail(cfg, step):
     """Tests only: the last rank dies at the start of a step, once."""
-    first_try = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
     last_rank = dist.get_rank() == dist.get_world_size() - 1
-    if first_try and last_rank and step == cfg.fail_at_step:
+    if first_try() and last_rank and step == cfg.fail_at_step:
         print(f"rank {dist.get_rank()}: killed at step {step} (test)")
         sys.stdout.flush()
         os.kill(os.getpid(), signal.SIGKILL)
@@ -169,6 +172,9 @@ def train(cfg, device, mixed):
         start, losses = checkpoint.resume(cfg.checkpoint_dir, model, optimizer)
         if start:
             log(f"resumed from the checkpoint of step {start}")
+        if start >= cfg.steps:
+            log(f"step {start} was the last one (--steps): nothing to do")
+            return None
     tokens = world * cfg.micro_batch * cfg.accum_steps * cfg.model.seq_len
     log(
         f"{cfg.strategy} on {world} rank(s), {device.type}, "
@@ -199,12 +205,10 @@ def train(cfg, device, mixed):
                 model,
                 optimizer,
                 losses,
-                die_before_rename=step == cfg.fail_in_save
-                and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0",
+                die_before_rename=first_try() and step == cfg.fail_in_save,
             )
-    mine = state_bytes(model, optimizer) if start < cfg.steps else None
     per_rank = [None] * world
-    dist.all_gather_object(per_rank, mine)
+    dist.all_gather_object(per_rank, state_bytes(model, optimizer))
     digest = weights_digest(model)
     last = cfg.steps
     measured = {
@@ -265,12 +269,10 @@ def restart_store(timeout):
 # --8<-- [end:store]
 
 
-# --8<-- [start:main]
-def main(argv=None):
-    cfg = config.parse(argv)  # a bad flag exits here, on every rank
-    single_process_defaults()
-    device, backend, mixed = pick_device()
-    timeout = timedelta(seconds=cfg.timeout_s)
+# --8<-- [start:start]
+def start_process_group(backend, device, timeout_s):
+    """init_process_group, with a time limit for the peers to arrive."""
+    timeout = timedelta(seconds=timeout_s)
     try:
         store = restart_store(timeout)
         dist.init_process_group(
@@ -284,18 +286,33 @@ def main(argv=None):
     except Exception as error:
         raise SystemExit(
             f"train.py: the process group did not start within "
-            f"{cfg.timeout_s:g} s (--timeout); is every one of the "
+            f"{timeout_s:g} s (--timeout); is every one of the "
             f"{os.environ['WORLD_SIZE']} ranks running? ({error})"
         ) from error
+
+
+# --8<-- [end:start]
+
+
+def write_report(measured, json_path):
+    result = report.compare(measured)
+    print(report.summary(result), flush=True)
+    if json_path:
+        path = Path(json_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=1) + "\n")
+
+
+# --8<-- [start:main]
+def main(argv=None):
+    cfg = config.parse(argv)  # a bad flag exits here, on every rank
+    single_process_defaults()
+    device, backend, mixed = pick_device()
+    start_process_group(backend, device, cfg.timeout_s)
     try:
         measured = train(cfg, device, mixed)
-        if dist.get_rank() == 0:
-            result = report.compare(measured)
-            print(report.summary(result), flush=True)
-            if cfg.json:
-                path = Path(cfg.json)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(result, indent=1) + "\n")
+        if measured and dist.get_rank() == 0:
+            write_report(measured, cfg.json)
     finally:
         dist.destroy_process_group()  # on success and on error
 
