@@ -8,7 +8,6 @@ runs must print the same thing.
 """
 
 import asyncio
-import base64
 import os
 import re
 import subprocess
@@ -186,6 +185,18 @@ def test_download_runs_alone_and_prints_what_the_site_shows(
     assert alone[1:] == printed(site_runs[name])
 
 
+def colab(name):
+    slug = re.search(
+        r"^repo_url: https://github.com/(\S+)$",
+        (ROOT / "mkdocs.yml").read_text(),
+        re.M,
+    ).group(1)
+    return (
+        f"https://colab.research.google.com/github/{slug}/blob/"
+        f"{notebooks.COLAB_BRANCH}/{name}.ipynb"
+    )
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_site_cell_offers_the_download_and_colab(name, site_runs):
     cell = next(
@@ -194,20 +205,64 @@ def test_site_cell_offers_the_download_and_colab(name, site_runs):
         if SITE_ONLY in c.metadata.get("tags", [])
     )
     html = cell.outputs[0]["data"]["text/html"]
-    href = re.search(
-        r'download="[^"]+" href="data:[^;]+;base64,([^"]+)"', html
+    # the page is exercises/NAME/, the file exercises/NAME.ipynb
+    assert f'download="{name}.ipynb" href="../{name}.ipynb"' in html
+    assert f'href="{colab(name)}"' in html
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_publish_writes_the_download_into_the_site(name, tmp_path):
+    html = notebooks.publish(name, site_dir=tmp_path)
+    assert (tmp_path / "exercises" / f"{name}.ipynb").read_text() == export(
+        name
     )
-    assert base64.b64decode(href.group(1)).decode() == export(name)
-    slug = re.search(
-        r"^repo_url: https://github.com/(\S+)$",
-        (ROOT / "mkdocs.yml").read_text(),
-        re.M,
-    ).group(1)
-    colab = (
-        f"https://colab.research.google.com/github/{slug}/blob/"
-        f"{notebooks.COLAB_BRANCH}/{name}.ipynb"
+    assert f'download="{name}.ipynb" href="{name}.ipynb"' in html
+    assert f'href="{colab(name)}"' in html
+    # outside a build: nothing written, the same links printed
+    assert notebooks._site_dir_being_built() is None
+    assert notebooks.publish(name) == html
+    page = (EXERCISES / "index.md").read_text(encoding="utf-8")
+    assert f'print(publish("{name}"))' in page
+
+
+def test_a_build_publishes_the_download(tmp_path):
+    """The block, run by the site's strict formatter in a real build,
+    finds the site being built and writes the notebook there."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text(
+        '# Home\n\n```python exec="on" html="true"\n'
+        "from snippets.figures.notebooks import publish\n\n"
+        'print(publish("ms2_1"))\n```\n'
     )
-    assert f'href="{colab}"' in html
+    (tmp_path / "mkdocs.yml").write_text(
+        textwrap.dedent(
+            """\
+            site_name: t
+            strict: true
+            plugins:
+              - markdown-exec:
+                  languages: [tree]
+            markdown_extensions:
+              - pymdownx.superfences:
+                  custom_fences:
+                    - name: python
+                      class: python
+                      validator: !!python/name:markdown_exec.validator
+                      format: !!python/name:course.execute.formatter
+            """
+        )
+    )
+    subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
+    built = tmp_path / "site" / "exercises" / "ms2_1.ipynb"
+    assert built.read_text() == export("ms2_1")
+    assert (
+        'href="ms2_1.ipynb"' in (tmp_path / "site" / "index.html").read_text()
+    )
 
 
 def test_export_command_writes_every_notebook(tmp_path):

@@ -5,9 +5,14 @@ docs/exercises/ms2_*.py, which import the labs from snippets/.
 mkdocs-jupyter executes and renders them at build time. A reader who
 downloads one has no snippets/ package, so `export()` builds an .ipynb
 that carries the lab files it needs (found by following the imports)
-and writes them next to itself before the first import. The notebook
-page offers that file from a hidden cell (`links()`), as a download
-and on Colab.
+and writes them next to itself before the first import.
+
+The build publishes that file as site/exercises/NAME.ipynb: the block
+on docs/exercises/index.md that prints the links calls `publish()`,
+which writes it into the site being built (a data: URL in the page
+would have cost ~30 kB per notebook page, whose budget mkdocs-jupyter's
+own inline CSS already mostly spends). The notebook page links to it
+from a hidden cell (`links()`).
 
 Colab opens notebooks from GitHub only, so the Colab link points at the
 exported copy on the repository's `notebooks` branch, which CI fills
@@ -19,7 +24,6 @@ Command line:
 """
 
 import ast
-import base64
 import html
 import json
 import os
@@ -207,23 +211,57 @@ def colab_url(name):
     )
 
 
-def download_href(name):
-    data = base64.b64encode(export(name).encode("utf-8")).decode("ascii")
-    return f"data:application/x-ipynb+json;base64,{data}"
+def _site_dir_being_built():
+    """site_dir of the MkDocs build that runs this code, or None.
+
+    markdown-exec runs a block in a worker thread (course/execute.py)
+    while the build waits in `_build_page(page, config, ...)`, so look
+    for that `config` in every thread's stack.
+    """
+    try:
+        from mkdocs.config.defaults import MkDocsConfig
+    except ImportError:  # not building: a reader's or a test's Python
+        return None
+    for frame in sys._current_frames().values():
+        while frame is not None:
+            config = frame.f_locals.get("config")
+            if isinstance(config, MkDocsConfig):
+                return Path(config.site_dir)
+            frame = frame.f_back
+    return None
+
+
+def publish(name, site_dir=None):
+    """Write the standalone notebook into the site being built, as
+    site/exercises/NAME.ipynb, and return the links to it for the
+    exercises page. Outside a build nothing is written and the same
+    HTML comes back, so the page's recorded output holds either way."""
+    _check_name(name)
+    site_dir = site_dir or _site_dir_being_built()
+    if site_dir is not None:
+        target = Path(site_dir) / "exercises" / f"{name}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(export(name), encoding="utf-8")
+    return Links(name, base="")._repr_html_()
 
 
 class Links:
-    """Shown by Jupyter as HTML: the download and Colab links."""
+    """Shown by Jupyter as HTML: the download and Colab links.
 
-    def __init__(self, name):
+    `base` is the way from the page to site/exercises/: the notebook
+    pages are exercises/NAME/ (MkDocs' directory URLs), hence "../".
+    """
+
+    def __init__(self, name, base="../"):
         _check_name(name)
         self.name = name
+        self.base = base
 
     def _repr_html_(self):
         file = f"{self.name}.ipynb"
         return (
             '<p class="notebook-links">'
-            f'<a download="{file}" href="{download_href(self.name)}">'
+            f'<a download="{file}" href="{self.base}{file}">'
             f"Download {html.escape(file)}</a> (runs on its own: it "
             "carries the lab files it imports) &middot; "
             f'<a href="{html.escape(colab_url(self.name))}" '
