@@ -10,18 +10,20 @@ notebooks come from the mkdocs-jupyter cache). Timings depend on the
 machine; nothing else reads them.
 """
 
+import os
 import time
 
 
 def bench_figures():
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     from snippets.figures import plots
 
     imported = time.perf_counter()
     for name in plots.FIGURES:
         plots.figure(name)
     done = time.perf_counter()
-    return len(plots.FIGURES), imported - start, done - start
+    cpu = time.process_time() - cpu
+    return len(plots.FIGURES), imported - start, done - start, cpu
 
 
 def bench_notebooks():
@@ -42,13 +44,15 @@ def bench_notebooks():
 
 
 def main():
-    count, imported, total = bench_figures()
+    load = os.getloadavg()[0]
+    count, imported, total, cpu = bench_figures()
     print(
         f"figures:   {total:5.2f} s for {count} charts "
-        f"(matplotlib import {imported:.2f} s)"
+        f"(matplotlib import {imported:.2f} s; CPU {cpu:.2f} s)"
     )
     count, total = bench_notebooks()
     print(f"notebooks: {total:5.2f} s for {count} notebooks, executed")
+    print(f"(load average {load:.1f} on {os.cpu_count()} CPUs at the start)")
 
 
 if __name__ == "__main__":
