@@ -67,8 +67,33 @@ def pipeline_schedule(
     return sorted(slots)
 
 
+def _is_slot(item):
+    # By its fields rather than isinstance: a reloaded module makes a
+    # new Slot class, and slots made before the reload are still slots.
+    return getattr(item, "_fields", None) == Slot._fields
+
+
+def _check_slots(slots):
+    """A non-empty list of Slot, as pipeline_schedule returns."""
+    if not isinstance(slots, list | tuple) or _is_slot(slots):
+        raise TypeError(
+            "slots must be a list of Slot, as pipeline_schedule returns, "
+            f"got {type(slots).__name__} {slots!r:.60}"
+        )
+    if not slots:
+        raise ValueError("slots must hold at least one Slot, got []")
+    for slot in slots:
+        if not _is_slot(slot):
+            raise TypeError(
+                f"slots must hold Slot items, got {type(slot).__name__} "
+                f"{slot!r:.60}"
+            )
+    return slots
+
+
 def idle_fraction(slots):
     """Share of stage-time spent idle over the whole step."""
+    _check_slots(slots)
     stages = 1 + max(slot.stage for slot in slots)
     step = max(slot.end for slot in slots)
     busy = sum(slot.end - slot.start for slot in slots)
@@ -78,6 +103,14 @@ def idle_fraction(slots):
 def peak_in_flight(slots, stage):
     """Most micro-batches a stage holds activations for at once: their
     forward has run on it and their backward has not finished."""
+    _check_slots(slots)
+    count("stage", stage, minimum=0)
+    stages = 1 + max(slot.stage for slot in slots)
+    if stage >= stages:
+        raise ValueError(
+            f"stage must be < {stages}, the number of stages in slots; "
+            f"got {stage!r}"
+        )
     events = []
     for slot in slots:
         if slot.stage == stage:
