@@ -431,7 +431,7 @@ const backdrop = (el, x, y) => {
   return rgba(getComputedStyle(document.body).backgroundColor) ||
     {r: 255, g: 255, b: 255, a: 1};
 };
-const problems = [];
+const low = new Map();  // one problem per figure, colour pair
 let checked = 0;
 const figures = [...root.querySelectorAll('svg')]
   .filter(isFigure);
@@ -452,14 +452,18 @@ figures.forEach((svg, f) => {
     checked += 1;
     const r = ratio(fill, bg);
     if (r < minimum) {
-      problems.push(`figure #${f + 1}: text "${t.textContent.trim()
-        .slice(0, 30)}" is rgb(${fill.r}, ${fill.g}, ${fill.b}) on ` +
-        `rgb(${bg.r}, ${bg.g}, ${bg.b}), contrast ${r.toFixed(2)} < ` +
-        `${minimum}`);
+      const key = `figure #${f + 1}: text rgb(${fill.r}, ${fill.g}, ` +
+        `${fill.b}) on rgb(${bg.r}, ${bg.g}, ${bg.b}), contrast ` +
+        `${r.toFixed(2)} < ${minimum}`;
+      if (!low.has(key)) low.set(key, []);
+      low.get(key).push(t.textContent.trim().slice(0, 30));
     }
   }
 });
 window.scrollTo(0, 0);
+const problems = [...low].map(([key, texts]) => `${key}: ` +
+  texts.slice(0, 4).map((x) => `"${x}"`).join(', ') +
+  (texts.length > 4 ? ` and ${texts.length - 4} more` : ''));
 return {problems, checked};
 }"""
 

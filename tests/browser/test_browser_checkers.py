@@ -4,6 +4,7 @@ text alternative removed."""
 
 import re
 import shutil
+import sys
 
 import pytest
 
@@ -240,8 +241,10 @@ def test_contrast_checker(tiny):
     problems, checked = checks.contrast_problems(open_("").page)
     assert checked == 2
     assert len(problems) == 1, problems
-    assert '"dark on the page"' in problems[0]
-    assert "on rgb(30, 33, 41)" in problems[0]
+    assert problems[0] == (
+        "figure #1: text rgb(34, 34, 34) on rgb(30, 33, 41), contrast 1.01"
+        ' < 4.5: "dark on the page"'
+    )
 
 
 def test_axe_reports_an_image_without_alt(tiny):
@@ -381,3 +384,49 @@ def _png():
 
 
 _PNG = _png()
+
+
+# --- setup: the site and the browser ----------------------------------------
+
+
+def test_a_missing_site_is_a_clear_failure(tmp_path):
+    with pytest.raises(browser.SiteMissing, match="make build"):
+        browser.require_site(tmp_path)
+
+
+def test_install_uses_apt_as_root_and_playwright_elsewhere(monkeypatch):
+    calls = []
+    monkeypatch.setattr(browser, "find_browser", lambda: None)
+    monkeypatch.setattr(
+        browser.subprocess, "run", lambda cmd, **kw: calls.append(cmd)
+    )
+    monkeypatch.setattr(browser.shutil, "which", lambda name: "/bin/" + name)
+    monkeypatch.setattr(browser.os, "geteuid", lambda: 0)
+    with pytest.raises(browser.BrowserMissing, match="apt-get install"):
+        browser.install()
+    assert calls == [
+        ["apt-get", "update", "-q"],
+        ["apt-get", "install", "-y", "-q", "chromium"],
+    ]
+    calls.clear()
+    monkeypatch.setattr(browser.os, "geteuid", lambda: 1000)
+    with pytest.raises(browser.BrowserMissing, match="playwright install"):
+        browser.install()
+    assert calls == [
+        [sys.executable, "-m", "playwright", "install", "chromium"]
+    ]
+
+
+def test_pages_come_from_the_nav_and_the_site(tmp_path):
+    (tmp_path / "mkdocs.yml").write_text(
+        "nav:\n  - Home: index.md\n  - Part:\n      - a/index.md\n"
+        "      - B: b.md\n  - Out: https://example.org/\n"
+        "x: !!python/name:os.getcwd\n"
+    )
+    site = tmp_path / "site"
+    for rel in ("index.html", "b/index.html", "c/index.html", "404.html"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text("x")
+    found = browser.pages(site, tmp_path / "mkdocs.yml")
+    assert found == ["", "a/", "b/", "c/"]
+    assert [browser.page_id(p) for p in found] == ["home", "a", "b", "c"]
