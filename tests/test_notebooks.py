@@ -291,9 +291,7 @@ def test_plugin_executes_strictly_and_only_the_exercises():
     assert config["execute"] is True
     assert config["allow_errors"] is False
     assert config["remove_tag_config"] == {"remove_input_tags": [SITE_ONLY]}
-    assert config["cache"] == (
-        "name:snippets.figures.notebooks.NOTEBOOK_CACHE"
-    )
+    assert config["cache"] == ("name:snippets.figures.build.NOTEBOOK_CACHE")
 
 
 @pytest.mark.parametrize("ci, cached", [("true", False), ("", True)])
@@ -353,3 +351,33 @@ def test_the_small_percent_reader_agrees_with_jupytext(name):
         (c.cell_type, c.source, c.metadata.get("tags", []))
         for c in jupytext.read(path).cells
     ]
+
+
+RENDER = (
+    "import hashlib, sys\n"
+    "import snippets.figures.build\n"
+    "from mkdocs_jupyter import convert\n"
+    "html = convert.nb2html(sys.argv[1], execute=True,"
+    " kernel_name='python3', allow_errors=False,"
+    " remove_tag_config={'remove_input_tags': ['site-only']})\n"
+    "print(hashlib.sha256(html.encode()).hexdigest())\n"
+)
+
+
+def test_a_notebook_page_is_identical_across_two_builds():
+    """Without snippets.figures.build the cells get random ids, which
+    nbconvert writes into the page."""
+    path = str(EXERCISES / f"{NOTEBOOKS[0]}.py")
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RENDER, path],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    digests = [run.communicate(timeout=180)[0].strip() for run in runs]
+    assert all(run.returncode == 0 for run in runs)
+    assert digests[0] == digests[1]

@@ -12,7 +12,8 @@ on docs/exercises/index.md that prints the links calls `publish()`,
 which writes it into the site being built (a data: URL in the page
 would have cost ~30 kB per notebook page, whose budget mkdocs-jupyter's
 own inline CSS already mostly spends). The notebook page links to it
-from a hidden cell (`links()`).
+from a hidden cell (`links()`). The build's own set-up for the
+notebooks (cache switch, stable cell ids) is in snippets.figures.build.
 
 Colab opens notebooks from GitHub only, so the Colab link points at the
 exported copy on the repository's `notebooks` branch, which CI fills
@@ -26,7 +27,6 @@ Command line:
 import ast
 import html
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -37,15 +37,6 @@ NOTEBOOKS = ("ms2_1", "ms2_2")
 SITE_ONLY = "site-only"  # cells that only make sense on the site
 LAB_DIR = "course_labs"  # where a standalone notebook writes the labs
 COLAB_BRANCH = "notebooks"
-
-# mkdocs-jupyter caches rendered notebooks by their text, so an edited
-# lab would not show until the notebook changes: fine while writing,
-# wrong in CI. mkdocs.yml reads this flag; CI=true turns caching off.
-NOTEBOOK_CACHE = os.environ.get("CI", "").strip().lower() not in {
-    "true",
-    "1",
-    "yes",
-}
 
 
 def _check_name(name):
