@@ -4,6 +4,9 @@ worked examples: checked with hypothesis.
 Every test uses the PROFILE below: derandomized (the examples come from
 a fixed seed, so two runs try the same inputs), no example database,
 no deadline (a test never asserts a time) and a modest example count.
+One caveat: Hypothesis also mixes in constants it finds in the
+project's modules already imported, so running this file alone and
+inside the whole suite may try different (each time the same) inputs.
 """
 
 import math
@@ -59,9 +62,10 @@ def test_each_stage_holds_no_more_than_the_one_before(psi, n, bp, bg, bo):
     row = [memory_per_gpu(s, psi, n, bp, bg, bo) for s in RUNGS]
     for before, after in zip(row, row[1:], strict=False):
         assert after <= before * (1 + REL)
-    # Sharding something that has a size always saves memory.
+    # Sharding something that has a size saves memory (when it is not
+    # lost in the rounding of the sum: a 1e-284-byte optimizer is).
     assert row[3] < row[0]
-    if bo > 0:
+    if bo > 1e-6 * (bp + bg):
         assert row[1] < row[0]
 
 
