@@ -258,7 +258,7 @@ def schedule():
                     ha="center",
                     va="center",
                     fontsize=7,
-                    color="#111111",  # 4.4:1 or more on both bar colours
+                    color="#111111",  # 4.9:1 or more on both bar colours
                 )
             ax.set_yticks(range(p), [f"stage {i + 1}" for i in range(p)])
             ax.set_ylim(p - 0.5, -0.5)

@@ -25,7 +25,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 INK = "#0a0b0c"  # sentinel for "the page's text colour"; never a data colour
 # Series colours: at least 3:1 contrast on white and on Material's slate.
-PALETTE = ("#2f7fc1", "#d9641e", "#1f9a5a", "#b8479a", "#7a6fd0")
+PALETTE = ("#3a87c8", "#d9641e", "#1f9a5a", "#b8479a", "#7a6fd0")
 
 STYLE = {
     "svg.fonttype": "none",  # text stays text: small and selectable
