@@ -517,6 +517,10 @@ def palette_problems(page):
         problems.append("the background did not change with the palette")
     found, _ = contrast_problems(page)
     problems += [f"dark palette: {p}" for p in found]
+    # Text contrast of the whole page on slate (axe runs on the light
+    # palette in test_accessibility).
+    found = axe_problems(page, options={"runOnly": ["color-contrast"]})
+    problems += [f"dark palette: {p}" for p in found]
     back = toggle_palette(page)
     if back != "default":
         problems.append(f"toggling back gave {back!r}, not 'default'")
@@ -528,7 +532,9 @@ def palette_problems(page):
 _AXE = Axe()
 
 
-def axe_problems(page, impacts=SERIOUS, known=KNOWN_THEME_ISSUES):
+def axe_problems(
+    page, impacts=SERIOUS, known=KNOWN_THEME_ISSUES, options=None
+):
     """axe-core violations of the given impacts, one line per rule.
 
     axe.min.js is the copy bundled with axe-playwright-python; it is
@@ -538,7 +544,9 @@ def axe_problems(page, impacts=SERIOUS, known=KNOWN_THEME_ISSUES):
         f"document.querySelectorAll('{CONTENT} details')"
         ".forEach((d) => { d.open = true; })"
     )
-    results = _AXE.run(page)
+    results = _AXE.run(
+        page, options=options or {"resultTypes": ["violations"]}
+    )
     problems = []
     for v in results.response["violations"]:
         if v["impact"] not in impacts:
