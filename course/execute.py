@@ -21,14 +21,17 @@ from markdown_exec import ExecutionError, base_format
 # checks that a raising and a hanging block both stop the build).
 from markdown_exec._internal.formatters.pycon import _transform_source
 from markdown_exec._internal.formatters.python import _run_python
+from pymdownx.superfences import SuperFencesException
 
 from course.fences import expand, python_fences
 
 DEFAULT_TIMEOUT_S = 60.0
 
 
-class SnippetError(RuntimeError):
-    """A code block failed: the build must stop."""
+class SnippetError(SuperFencesException):
+    """A code block failed: the build must stop. (superfences swallows
+    any other exception a formatter raises and prints the fence as
+    plain code, so the error must be a SuperFencesException.)"""
 
 
 def _current_page():

@@ -6,13 +6,18 @@ Used by pymdownx.superfences (```math fences) and pymdownx.inlinehilite
 
 from latex2mathml.converter import convert
 from markupsafe import Markup
+from pymdownx.superfences import SuperFencesException
+
+
+class FormulaError(SuperFencesException):
+    """A formula latex2mathml cannot render: stop the build."""
 
 
 def _mathml(source, display):
     try:
         return convert(source.strip(), display=display)
     except Exception as error:  # latex2mathml raises many kinds
-        raise ValueError(
+        raise FormulaError(
             f"cannot render formula {source!r}: {error}"
         ) from error
 
