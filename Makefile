@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1:8000
 export NO_MKDOCS_2_WARNING := 1
+# Builds of one commit are byte-identical on any day: the sitemap's dates
+# come from the last commit, not the clock.
+export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
 .DEFAULT_GOAL := help
 
