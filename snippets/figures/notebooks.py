@@ -233,7 +233,46 @@ def publish(name, site_dir=None):
         target = Path(site_dir) / "exercises" / f"{name}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(export(name), encoding="utf-8")
-    return Links(name, base="")._repr_html_()
+    return Links(name, base="", style=False)._repr_html_()
+
+
+# mkdocs-jupyter styles code cells with its own Pygments colours, some
+# of which miss 4.5:1 contrast (tests/browser runs axe), and lets long
+# lines scroll in regions a keyboard cannot reach. The notebook pages
+# use the site's code colours instead (Material's variables, tuned in
+# docs/assets/extra.css) and wrap long lines. Sent with the links, the
+# first output of every notebook page.
+_CODE = ".jupyter-wrapper .highlight-ipynb"
+NOTEBOOK_CSS = f"""
+{_CODE}, {_CODE} pre, .jupyter-wrapper .jp-OutputArea-output pre {{
+  overflow: visible; white-space: pre-wrap; overflow-wrap: anywhere;
+}}
+{_CODE} {{
+  background: var(--md-code-bg-color); color: var(--md-code-fg-color);
+}}
+{_CODE} :is(.c, .ch, .cm, .c1, .cs, .sd) {{
+  color: var(--md-code-hl-comment-color); font-style: normal;
+}}
+{_CODE} :is(.k, .kc, .kd, .kn, .kp, .kr, .kt) {{
+  color: var(--md-code-hl-keyword-color);
+}}
+{_CODE} :is(.o, .ow) {{
+  color: var(--md-code-hl-operator-color); font-weight: normal;
+}}
+{_CODE} .p {{ color: var(--md-code-hl-punctuation-color); }}
+{_CODE} :is(.s, .sa, .sb, .sc, .s1, .s2, .se, .sh, .si, .sx, .sr, .ss,
+  .dl) {{ color: var(--md-code-hl-string-color); }}
+{_CODE} :is(.m, .mb, .mf, .mh, .mi, .il, .mo) {{
+  color: var(--md-code-hl-number-color);
+}}
+{_CODE} :is(.bp, .nb) {{ color: var(--md-code-hl-constant-color); }}
+{_CODE} :is(.nc, .ne, .nf, .nn, .fm) {{
+  color: var(--md-code-hl-function-color); font-weight: normal;
+}}
+{_CODE} :is(.n, .na, .nd, .ni, .nl, .no, .nt, .nv, .vc, .vg, .vi, .vm) {{
+  color: var(--md-code-hl-name-color, var(--md-code-fg-color));
+}}
+"""
 
 
 class Links:
@@ -243,15 +282,18 @@ class Links:
     pages are exercises/NAME/ (MkDocs' directory URLs), hence "../".
     """
 
-    def __init__(self, name, base="../"):
+    def __init__(self, name, base="../", style=True):
         _check_name(name)
         self.name = name
         self.base = base
+        self.style = style
 
     def _repr_html_(self):
         file = f"{self.name}.ipynb"
+        css = " ".join(NOTEBOOK_CSS.split()) if self.style else ""
         return (
-            '<p class="notebook-links">'
+            (f"<style>{css}</style>" if css else "")
+            + '<p class="notebook-links">'
             f'<a download="{file}" href="{self.base}{file}">'
             f"Download {html.escape(file)}</a> (runs on its own: it "
             "carries the lab files it imports) &middot; "
