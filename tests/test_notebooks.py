@@ -291,7 +291,10 @@ def test_plugin_executes_strictly_and_only_the_exercises():
     assert config["execute"] is True
     assert config["allow_errors"] is False
     assert config["remove_tag_config"] == {"remove_input_tags": [SITE_ONLY]}
-    assert config["cache"] == ("name:snippets.figures.build.NOTEBOOK_CACHE")
+    assert config["cache"] == "name:snippets.figures.build.NOTEBOOK_CACHE"
+    assert config["no_prompt"] is True
+    # links("NAME") says "../NAME.ipynb": the pages are exercises/NAME/
+    assert "use_directory_urls: false" not in (ROOT / "mkdocs.yml").read_text()
 
 
 @pytest.mark.parametrize("ci, cached", [("true", False), ("", True)])
