@@ -57,7 +57,11 @@ class Visit:
 
     def __init__(self, browser_, base_url, **context_options):
         self.base_url = base_url
-        options = {"viewport": browser.VIEWPORT, "color_scheme": "light"}
+        options = {
+            "viewport": browser.VIEWPORT,
+            "color_scheme": "light",
+            "reduced_motion": "reduce",
+        }
         options.update(context_options)
         self.context = browser_.new_context(**options)
         self.problems = []
@@ -435,7 +439,10 @@ const low = new Map();  // one problem per figure, colour pair
 let checked = 0;
 const figures = [...root.querySelectorAll('svg')]
   .filter(isFigure);
+const inView = (b) => b.top >= 0 && b.left >= 0 &&
+  b.bottom <= innerHeight && b.right <= innerWidth;
 figures.forEach((svg, f) => {
+  svg.scrollIntoView({block: 'center', behavior: 'instant'});
   // <text>, or matplotlib's glyph groups (text drawn as paths).
   const texts = [...svg.querySelectorAll('text, g[id^="text_"]')]
     .filter((t) => !t.parentElement.closest('text, g[id^="text_"]'));
@@ -444,10 +451,12 @@ figures.forEach((svg, f) => {
       (t.querySelector('use, path') || t);
     const fill = rgba(getComputedStyle(paint).fill);
     if (!fill || fill.a === 0) continue;
-    const box = t.getBoundingClientRect();
-    if (!box.width || !box.height) continue;
-    t.scrollIntoView({block: 'center', inline: 'center'});
-    const b = t.getBoundingClientRect();
+    let b = t.getBoundingClientRect();
+    if (!b.width || !b.height) continue;
+    if (!inView(b)) {  // a figure taller than the window
+      t.scrollIntoView({block: 'center', behavior: 'instant'});
+      b = t.getBoundingClientRect();
+    }
     const bg = backdrop(t, b.left + b.width / 2, b.top + b.height / 2);
     checked += 1;
     const r = ratio(fill, bg);
@@ -460,7 +469,7 @@ figures.forEach((svg, f) => {
     }
   }
 });
-window.scrollTo(0, 0);
+window.scrollTo({top: 0, behavior: 'instant'});
 const problems = [...low].map(([key, texts]) => `${key}: ` +
   texts.slice(0, 4).map((x) => `"${x}"`).join(', ') +
   (texts.length > 4 ? ` and ${texts.length - 4} more` : ''));

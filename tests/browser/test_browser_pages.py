@@ -92,7 +92,12 @@ def test_copy_buttons_copy_the_code(loaded, page_path):
 
 def test_palette_toggle_and_figure_contrast(visit, page_path):
     page = visit(page_path).page
-    fail_on(page_path, checks.palette_problems(page))
+    problems = checks.palette_problems(page)
+    if browser.page_id(page_path) in FIGURE_PAGES:
+        _, checked = checks.contrast_problems(page)
+        if not checked:
+            problems.append("no figure text found to check for contrast")
+    fail_on(page_path, problems)
 
 
 def test_internal_links_resolve(site, page_path):
