@@ -67,12 +67,13 @@ def test_python_fences_run_through_the_strict_formatter():
 
 def test_every_page_is_in_the_nav():
     in_nav = set(nav_pages(CONFIG["nav"]))
+    docs = ROOT / "docs"
     pages = {
-        p.relative_to(ROOT / "docs").as_posix()
-        for p in (ROOT / "docs").rglob("*.md")
+        p.relative_to(docs).as_posix()
+        for p in [*docs.rglob("*.md"), *docs.glob("exercises/*.py")]
     }
     assert pages - in_nav == set(), "pages missing from nav"
-    assert {p for p in in_nav if p.endswith(".md")} <= pages
+    assert {p for p in in_nav if p.endswith((".md", ".py"))} <= pages
 
 
 def test_no_orphan_snippets():
