@@ -23,7 +23,10 @@ def base_url(site):
         yield url
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API keeps an event loop running while it
+# is open, which breaks asyncio.run() in the tests that come after
+# (nbclient in tests/test_notebooks.py); closing it per module ends it.
+@pytest.fixture(scope="module")
 def chromium():
     with sync_playwright() as p:
         try:
