@@ -1,9 +1,9 @@
 """Exercise 3: per-GPU model state under DDP and under full sharding."""
 
 # --8<-- [start:model]
-from snippets.checks import count, number
 from snippets.ddp.allreduce import allreduce_bytes
 from snippets.zero.memory import GB, memory_per_gpu
+from snippets.zero.traffic import comm_bytes
 
 GiB = 2**30
 
@@ -25,15 +25,6 @@ def sharding_saving(params, world_size, sizes):
     return ddp, fsdp, ddp - fsdp
 
 
-def zero3_traffic_GB(params, world_size, bytes_per_value=2):
-    """GB each rank sends per step under ZeRO-3 (ZeRO paper, section 7):
-    the weights are all-gathered twice (forward, backward) and the
-    gradients reduce-scattered once; each moves (N - 1) / N of a buffer."""
-    count("world_size", world_size)
-    buffer_GB = number("params", params) * bytes_per_value / GB
-    return 3 * (world_size - 1) / world_size * buffer_GB
-
-
 # --8<-- [end:model]
 
 
@@ -46,7 +37,7 @@ if __name__ == "__main__":
         for label, gb in (("DDP", ddp), ("FSDP", fsdp), ("saved", saved)):
             print(f"  {label:<6}{gb:7.2f} GB = {gb * GB / GiB:7.2f} GiB")
     ddp_sent = allreduce_bytes(P, 2, N)["sent_per_rank_GB"]
-    zero3_sent = zero3_traffic_GB(P, N)
+    zero3_sent = comm_bytes("zero3", P, N)  # 2 all-gathers, 1 reduce-scatter
     print(f"sent per rank and step, bf16: DDP {ddp_sent} GB,")
     print(f"  ZeRO-3 {zero3_sent} GB ({zero3_sent / ddp_sent} x DDP)")
     # --8<-- [end:demo]
