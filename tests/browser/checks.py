@@ -295,11 +295,29 @@ def math_problems(page):
 # --- hidden answers -------------------------------------------------------
 
 
+def mark_closed_details(page):
+    """Remember which <details> the page starts with closed (the other
+    checks open them all); details_problems closes and clicks those."""
+    page.evaluate(
+        f"""() => {{
+          if (document.body.dataset.testDetails) return;
+          document.body.dataset.testDetails = 'marked';
+          document.querySelectorAll('{CONTENT} details:not([open])')
+            .forEach((d) => {{ d.dataset.testClosed = ''; }});
+        }}"""
+    )
+
+
 def details_problems(page):
-    """Each closed <details> opens on a click on its summary and then
-    shows its content. Returns (problems, how many were tried)."""
+    """Each <details> that starts closed opens on a click on its summary
+    and then shows its content. Returns (problems, how many were tried)."""
+    mark_closed_details(page)
+    page.evaluate(
+        "document.querySelectorAll('details[data-test-closed]')"
+        ".forEach((d) => { d.open = false; })"
+    )
     problems = []
-    closed = page.locator(f"{CONTENT} details:not([open])")
+    closed = page.locator(f"{CONTENT} details[data-test-closed]")
     count = closed.count()
     handles = closed.element_handles()
     for i, details in enumerate(handles, 1):

@@ -34,16 +34,34 @@ def page_path(request, site):
 @pytest.fixture(scope="module")
 def loaded(chromium, base_url, page_path):
     """The page, opened once and left to settle, with clipboard access;
-    tests that click the palette toggle or the summaries open their own
-    copy."""
+    every test of the page uses it (see `view`)."""
     v = checks.Visit(chromium, base_url)
     v.context.grant_permissions(
         ["clipboard-read", "clipboard-write"], origin=base_url.rstrip("/")
     )
     v.goto(page_path, wait_until="networkidle")
     v.settle()
+    checks.mark_closed_details(v.page)
     yield v
     v.close()
+
+
+@pytest.fixture
+def view(loaded):
+    """The shared page, put back on the light palette after each test.
+    `new_problems(view)` lists what went wrong during the test (console
+    errors, failed or off-host requests)."""
+    loaded.mark = len(loaded.problems)
+    yield loaded
+    try:
+        if checks.scheme(loaded.page) != "default":
+            checks.toggle_palette(loaded.page)
+    except Exception:  # the test has already failed; keep its message
+        pass
+
+
+def new_problems(v):
+    return v.problems[v.mark :]
 
 
 def fail_on(path, problems):
@@ -58,59 +76,59 @@ def test_loads_cleanly(loaded, page_path):
     fail_on(page_path, list(loaded.problems))
 
 
-def test_lab_outputs_are_shown(loaded, page_path):
-    page = loaded.page
+def test_lab_outputs_are_shown(view, page_path):
+    page = view.page
     fail_on(page_path, checks.lab_output_problems(page))
 
 
-def test_figures_are_shown_and_named(loaded, page_path):
-    page = loaded.page
+def test_figures_are_shown_and_named(view, page_path):
+    page = view.page
     problems, count = checks.figure_problems(page)
     if browser.page_id(page_path) in FIGURE_PAGES and count == 0:
         problems.append("no figure (inline SVG) found on a figure page")
     fail_on(page_path, problems)
 
 
-def test_formulas_render_as_mathml(loaded, page_path):
-    page = loaded.page
+def test_formulas_render_as_mathml(view, page_path):
+    page = view.page
     problems, _ = checks.math_problems(page)
     fail_on(page_path, problems)
 
 
-def test_hidden_answers_open(visit, page_path):
-    page = visit(page_path).page
+def test_hidden_answers_open(view, page_path):
+    page = view.page
     problems, count = checks.details_problems(page)
     if browser.page_id(page_path) in ANSWER_PAGES and count == 0:
         problems.append("no hidden answer (??? details) found")
+    fail_on(page_path, problems + new_problems(view))
+
+
+def test_copy_buttons_copy_the_code(view, page_path):
+    problems, _ = checks.copy_problems(view.page)
+    problems += new_problems(view)
     fail_on(page_path, problems)
 
 
-def test_copy_buttons_copy_the_code(loaded, page_path):
-    problems, _ = checks.copy_problems(loaded.page)
-    fail_on(page_path, problems)
-
-
-def test_palette_toggle_and_figure_contrast(visit, page_path):
-    page = visit(page_path).page
+def test_palette_toggle_and_figure_contrast(view, page_path):
+    page = view.page
     problems = checks.palette_problems(page)
     if browser.page_id(page_path) in FIGURE_PAGES:
         _, checked = checks.contrast_problems(page)
         if not checked:
             problems.append("no figure text found to check for contrast")
-    fail_on(page_path, problems)
+    fail_on(page_path, problems + new_problems(view))
 
 
 def test_internal_links_resolve(site, page_path):
     fail_on(page_path, checks.link_problems(site, page_path))
 
 
-def test_accessibility(loaded, page_path):
-    before = len(loaded.problems)
-    problems = checks.axe_problems(loaded.page)
-    loaded.settle()
+def test_accessibility(view, page_path):
+    problems = checks.axe_problems(view.page)
+    view.settle()
     # axe.min.js is injected from the installed package: it fetches
     # nothing (a request would be recorded here).
-    problems += loaded.problems[before:]
+    problems += new_problems(view)
     fail_on(page_path, problems)
 
 
