@@ -204,7 +204,7 @@ root.querySelectorAll('.result').forEach((el, i) => {
   else if (!el.textContent.trim() && !el.querySelector('svg, img'))
     problems.push(`result block #${i + 1} is empty`);
 });
-return problems;
+return {problems, records: n};
 }"""
 )
 
@@ -276,8 +276,10 @@ return {problems, count: maths.length};
 
 def lab_output_problems(page):
     """Every recorded lab output and result block is shown, non-empty and
-    (for text results) equal to its record."""
-    return page.evaluate(_js(_OUTPUTS_JS))
+    (for text results) equal to its record. Returns (problems, how many
+    recorded outputs the page has)."""
+    found = page.evaluate(_js(_OUTPUTS_JS))
+    return found["problems"], found["records"]
 
 
 def figure_problems(page):

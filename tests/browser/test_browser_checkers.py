@@ -130,7 +130,8 @@ def test_lab_output_checker(tiny):
         "<div></div><!-- output\nsomething\n-->"
     )
     write("index.html", page(body))
-    problems = checks.lab_output_problems(open_("").page)
+    problems, records = checks.lab_output_problems(open_("").page)
+    assert records == 4
     assert len(problems) == 3, problems
     assert "lab output #2" in problems[0] and "not visible" in problems[0]
     assert "lab output #3" in problems[1] and "differs" in problems[1]

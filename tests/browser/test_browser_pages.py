@@ -8,6 +8,8 @@ import pytest
 from course import browser
 from tests.browser import checks
 
+ROOT = browser.ROOT
+DOCS = ROOT / "docs"
 PAGES = browser.pages()
 # Pages that must have figures and hidden answers (so that the checks
 # below cannot pass by finding nothing).
@@ -60,6 +62,15 @@ def view(loaded):
         pass
 
 
+def source_of(path):
+    """docs/ Markdown file of a site path, or None (notebook pages)."""
+    stem = path.rstrip("/") or "index"
+    for candidate in (f"{stem}.md", f"{stem}/index.md"):
+        if (DOCS / candidate).is_file():
+            return DOCS / candidate
+    return None
+
+
 def new_problems(v):
     return v.problems[v.mark :]
 
@@ -78,7 +89,16 @@ def test_loads_cleanly(loaded, page_path):
 
 def test_lab_outputs_are_shown(view, page_path):
     page = view.page
-    fail_on(page_path, checks.lab_output_problems(page))
+    problems, records = checks.lab_output_problems(page)
+    source = source_of(page_path)
+    if source is not None:
+        expected = source.read_text(encoding="utf-8").count("<!-- output")
+        if records != expected:
+            problems.append(
+                f"{expected} recorded outputs in {source.relative_to(ROOT)}"
+                f", {records} on the built page"
+            )
+    fail_on(page_path, problems)
 
 
 def test_figures_are_shown_and_named(view, page_path):
