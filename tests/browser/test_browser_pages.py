@@ -18,7 +18,7 @@ ANSWER_PAGES = {"knowledge-checks", "ladder"}
 
 
 # Module scope groups the tests by page, so that `loaded` opens each page
-# once for the checks that only read it.
+# once for all of its checks.
 @pytest.fixture(
     scope="module", params=PAGES, ids=[browser.page_id(p) for p in PAGES]
 )
