@@ -68,20 +68,24 @@ class SiteMissing(RuntimeError):
 # --- the browser ----------------------------------------------------------
 
 
-def _playwright_chromium():
-    """Path of Playwright's own Chromium if it is installed, else None."""
-    from playwright.sync_api import sync_playwright
+def _playwright_chromium(playwright=None):
+    """Path of Playwright's own Chromium if it is installed, else None.
+    Pass the running Playwright when there is one (the sync API cannot
+    be started twice)."""
+    if playwright is None:
+        from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        path = Path(p.chromium.executable_path)
+        with sync_playwright() as p:
+            return _playwright_chromium(p)
+    path = Path(playwright.chromium.executable_path)
     return path if path.is_file() else None
 
 
-def find_browser():
+def find_browser(playwright=None):
     """Debian's /usr/bin/chromium, else Playwright's own build, else None."""
     if DEBIAN_CHROMIUM.is_file() and os.access(DEBIAN_CHROMIUM, os.X_OK):
         return DEBIAN_CHROMIUM
-    return _playwright_chromium()
+    return _playwright_chromium(playwright)
 
 
 def install():
@@ -123,7 +127,7 @@ def install():
 
 def launch(playwright):
     """Launch headless Chromium with the project's flags, or raise."""
-    path = find_browser()
+    path = find_browser(playwright)
     if path is None:
         raise BrowserMissing(f"no Chromium found: {INSTALL_HINT}")
     executable = str(path) if path == DEBIAN_CHROMIUM else None

@@ -5,6 +5,7 @@ text alternative removed."""
 import re
 import shutil
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -431,3 +432,12 @@ def test_pages_come_from_the_nav_and_the_site(tmp_path):
     found = browser.pages(site, tmp_path / "mkdocs.yml")
     assert found == ["", "a/", "b/", "c/"]
     assert [browser.page_id(p) for p in found] == ["home", "a", "b", "c"]
+
+
+def test_no_browser_is_an_error_not_a_skip(monkeypatch, tmp_path):
+    monkeypatch.setattr(browser, "DEBIAN_CHROMIUM", tmp_path / "chromium")
+    running = SimpleNamespace(
+        chromium=SimpleNamespace(executable_path=str(tmp_path / "none"))
+    )
+    with pytest.raises(browser.BrowserMissing, match="make browser"):
+        browser.launch(running)
