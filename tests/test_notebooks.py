@@ -9,6 +9,7 @@ runs must print the same thing.
 
 import asyncio
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -291,7 +292,8 @@ def test_plugin_executes_strictly_and_only_the_exercises():
     assert config["execute"] is True
     assert config["allow_errors"] is False
     assert config["remove_tag_config"] == {"remove_input_tags": [SITE_ONLY]}
-    assert config["cache"] == "name:snippets.figures.build.NOTEBOOK_CACHE"
+    assert config["cache"] == "object/apply:course.jupyter.cache"
+    assert config["cache_dir"] == "object/apply:course.jupyter.cache_dir"
     assert config["no_prompt"] is True
     # links("NAME") says "../NAME.ipynb": the pages are exercises/NAME/
     assert "use_directory_urls: false" not in (ROOT / "mkdocs.yml").read_text()
@@ -320,7 +322,7 @@ def test_ci_turns_the_notebook_cache_off(ci, cached):
 
 def test_a_failing_cell_fails_the_build(tmp_path):
     """The plugin options from mkdocs.yml, on a notebook that raises."""
-    config = dict(plugin_config(), cache=False)
+    config = dict(plugin_config(), cache=False, cache_dir=str(tmp_path / "c"))
     (tmp_path / "docs" / "exercises").mkdir(parents=True)
     (tmp_path / "docs" / "index.md").write_text("# Home\n")
     (tmp_path / "docs" / "exercises" / "bad.py").write_text(
@@ -358,7 +360,7 @@ def test_the_small_percent_reader_agrees_with_jupytext(name):
 
 RENDER = (
     "import hashlib, sys\n"
-    "import snippets.figures.build\n"
+    "import course.jupyter\n"
     "from mkdocs_jupyter import convert\n"
     "html = convert.nb2html(sys.argv[1], execute=True,"
     " kernel_name='python3', allow_errors=False,"
@@ -368,7 +370,7 @@ RENDER = (
 
 
 def test_a_notebook_page_is_identical_across_two_builds():
-    """Without snippets.figures.build the cells get random ids, which
+    """Without course.jupyter the cells get random ids, which
     nbconvert writes into the page."""
     path = str(EXERCISES / f"{NOTEBOOKS[0]}.py")
     runs = [
@@ -384,3 +386,22 @@ def test_a_notebook_page_is_identical_across_two_builds():
     digests = [run.communicate(timeout=180)[0].strip() for run in runs]
     assert all(run.returncode == 0 for run in runs)
     assert digests[0] == digests[1]
+
+
+def test_editing_a_lab_starts_a_fresh_notebook_cache(tmp_path, monkeypatch):
+    """The plugin keys its cache on the notebook text only; the cache
+    directory carries a digest of snippets/, so a changed lab misses."""
+    import course.jupyter as jupyter
+
+    lab = tmp_path / "snippets" / "lab.py"
+    lab.parent.mkdir()
+    lab.write_text("X = 1\n")
+    monkeypatch.setattr(jupyter, "ROOT", tmp_path)
+    monkeypatch.setattr(jupyter, "CACHE_ROOT", tmp_path / ".cache")
+    first = jupyter.cache_dir()
+    assert jupyter.cache_dir() == first
+    pathlib.Path(first).mkdir(parents=True)
+    lab.write_text("X = 2\n")
+    second = jupyter.cache_dir()
+    assert second != first
+    assert not pathlib.Path(first).exists(), "the stale cache is removed"

@@ -13,7 +13,7 @@ which writes it into the site being built (a data: URL in the page
 would have cost ~30 kB per notebook page, whose budget mkdocs-jupyter's
 own inline CSS already mostly spends). The notebook page links to it
 from a hidden cell (`links()`). The build's own set-up for the
-notebooks (cache switch, stable cell ids) is in snippets.figures.build.
+notebooks (cache switch, stable cell ids) is in course.jupyter.
 
 Colab opens notebooks from GitHub only, so the Colab link points at the
 exported copy on the repository's `notebooks` branch, which CI fills
