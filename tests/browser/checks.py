@@ -412,9 +412,10 @@ def _lines(text):
 
 # --- palette and figure contrast ------------------------------------------
 
-_CONTRAST_JS = r"""(minimum) => {
-const root = document.querySelector('@CONTENT@') || document.body;
-const rgba = (s) => {
+_CONTRAST_JS = (
+    "(minimum) => {"
+    + _HELPERS
+    + r"""const rgba = (s) => {
   const m = (s || '').match(/rgba?\(([^)]+)\)/);
   if (!m) return null;
   const p = m[1].split(/[ ,\/]+/).filter(Boolean).map(parseFloat);
@@ -428,13 +429,6 @@ const lum = (c) => {
 const ratio = (a, b) => {
   const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
   return (x + 0.05) / (y + 0.05);
-};
-const isFigure = (s) => {
-  if (s.closest('@ICONS@') || s.parentElement.closest('svg')) return false;
-  if (/icon/i.test(s.getAttribute('class') || '')) return false;
-  const r = s.getBoundingClientRect();
-  return !(s.getAttribute('aria-hidden') === 'true' && r.width <= 32 &&
-    r.height <= 32);
 };
 const SHAPES = ['rect', 'path', 'circle', 'ellipse', 'polygon', 'use'];
 const backdrop = (el, x, y) => {
@@ -495,6 +489,7 @@ const problems = [...low].map(([key, texts]) => `${key}: ` +
   (texts.length > 4 ? ` and ${texts.length - 4} more` : ''));
 return {problems, checked};
 }"""
+)
 
 
 def scheme(page):
