@@ -72,3 +72,19 @@ def test_executed_blocks_have_no_stray_skip():
         e.parsed.id for e in EXAMPLES if e.parsed.skip and e.parsed.executed
     ]
     assert not both, f"executed at build but skipped in tests: {both}"
+
+
+def test_every_output_record_belongs_to_a_block():
+    """A record not attached to a block (one too many, or separated from
+    its fence) would never be checked: refuse it."""
+    attached = defaultdict(int)
+    for example in EXAMPLES:
+        if example.parsed.record is not None:
+            attached[example.parsed.path] += 1
+    stray = {
+        path.relative_to(ROOT).as_posix(): (written, attached[path])
+        for path in doc_pages()
+        if (written := path.read_text(encoding="utf-8").count("<!-- output"))
+        != attached[path]
+    }
+    assert not stray, f"records written vs attached to a block: {stray}"
