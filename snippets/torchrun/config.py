@@ -8,6 +8,8 @@ import argparse
 import os
 from dataclasses import dataclass
 
+from snippets.checks import count, number
+
 STRATEGIES = ("ddp", "fsdp")
 
 
@@ -48,35 +50,31 @@ class ConfigError(ValueError):
     """A flag has a value the script cannot use."""
 
 
-def _int_at_least(minimum):
+def _flag_type(convert, kind, check, **bounds):
+    """An argparse type: turn the text into `kind`, then apply the same
+    validator the labs use (snippets/checks.py), so a flag is refused
+    for the same reasons and in the same words as a lab argument."""
+
     def parse(text):
         try:
-            value = int(text)
+            value = convert(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"must be a whole number >= {minimum}, got {text!r}"
+                f"must be {kind}, got {text!r}"
             ) from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(
-                f"must be a whole number >= {minimum}, got {value}"
-            )
-        return value
+        try:
+            return check("the value", value, **bounds)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
 
     return parse
 
 
-def _positive_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a number > 0, got {text!r}"
-        ) from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(
-            f"must be a finite number > 0, got {text!r}"
-        )
-    return value
+def _int_at_least(minimum):
+    return _flag_type(int, "a whole number", count, minimum=minimum)
+
+
+_positive_float = _flag_type(float, "a number", number)
 
 
 def parser():
