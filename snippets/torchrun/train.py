@@ -11,10 +11,10 @@ import hashlib
 import json
 import os
 import signal
-import socket
 import statistics
 import sys
 import time
+import traceback
 from contextlib import nullcontext
 from datetime import timedelta
 from pathlib import Path
@@ -56,19 +56,12 @@ def pick_device():
 
 
 def single_process_defaults():
-    """Let `python -m snippets.torchrun.train` run without torchrun."""
+    """Let `python -m snippets.torchrun.train` run without torchrun: one
+    rank, whose store lives in this process, so no port is needed."""
     if "RANK" in os.environ:
-        return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    os.environ.update(
-        RANK="0",
-        LOCAL_RANK="0",
-        WORLD_SIZE="1",
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-    )
+        return False
+    os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1")
+    return True
 
 
 # --8<-- [start:step]
@@ -270,11 +263,11 @@ def restart_store(timeout):
 
 
 # --8<-- [start:start]
-def start_process_group(backend, device, timeout_s):
+def start_process_group(backend, device, timeout_s, solo=False):
     """init_process_group, with a time limit for the peers to arrive."""
     timeout = timedelta(seconds=timeout_s)
     try:
-        store = restart_store(timeout)
+        store = dist.HashStore() if solo else restart_store(timeout)
         dist.init_process_group(
             backend,
             store=store,
@@ -306,9 +299,9 @@ def write_report(measured, json_path):
 # --8<-- [start:main]
 def main(argv=None):
     cfg = config.parse(argv)  # a bad flag exits here, on every rank
-    single_process_defaults()
+    solo = single_process_defaults()
     device, backend, mixed = pick_device()
-    start_process_group(backend, device, cfg.timeout_s)
+    start_process_group(backend, device, cfg.timeout_s, solo)
     try:
         measured = train(cfg, device, mixed)
         if measured and dist.get_rank() == 0:
@@ -320,5 +313,42 @@ def main(argv=None):
 # --8<-- [end:main]
 
 
+# --8<-- [start:exit]
+def run_and_exit(entry, argv=None):
+    """Run `entry(argv)`, then end the process without finalizing Python.
+
+    Destroying the process group does not stop gloo's worker threads:
+    FSDP2's DTensors and DDP's reducer still hold the group, so its
+    threads live until the interpreter itself shuts down. A worker that
+    has just finished a collective releases the work's tensors, which
+    needs the GIL. If the main thread is already finalizing, taking the
+    GIL ends the worker thread, the unwind crosses a C++ destructor,
+    and the rank dies with "terminate called without an active
+    exception" (SIGABRT) after printing everything. Everything is
+    flushed and the group destroyed by now, so the process ends here,
+    with the right status, before finalization can start.
+    """
+    code = 0
+    try:
+        entry(argv)
+    except SystemExit as stop:  # argparse errors, start-up timeouts
+        if isinstance(stop.code, int) or stop.code is None:
+            code = stop.code or 0
+        else:
+            print(stop.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    if code == 0:  # what course/stress.py counts
+        print(f"rank {os.environ.get('RANK', 0)}: clean exit", flush=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+# --8<-- [end:exit]
+
+
 if __name__ == "__main__":
-    main()
+    run_and_exit(main)
