@@ -5,66 +5,37 @@ blocking CI. The model is tiny; start-up dominates each launch.
 """
 
 import json
-import os
 import re
-import socket
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import torch.distributed as dist
 
+from course.stress import ROOT, SMALL, environment, launch, torchrun
 from snippets.ddp.allreduce import allreduce_bytes
 from snippets.torchrun import config
 from snippets.torchrun.report import LOSS_TOLERANCE
 
-ROOT = Path(__file__).resolve().parent.parent
-SMALL = (
-    "--vocab=64",
-    "--seq-len=16",
-    "--d-model=32",
-    "--n-heads=2",
-    "--n-layers=2",
-    "--d-ff=64",
-    "--micro-batch=2",
-)
-ENV = dict(
-    os.environ,
-    CUDA_VISIBLE_DEVICES="",
-    OMP_NUM_THREADS="1",
-    PYTHONPATH=os.pathsep.join(
-        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
-    ),
-)
-for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
-    ENV.pop(name, None)
+ENV = environment()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def torchrun(*args, launcher=("--standalone", "--nproc_per_node=2")):
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        *launcher,
-        "-m",
-        "snippets.torchrun.train",
-        *args,
-    ]
-    return subprocess.run(
-        command,
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=150,
-        check=False,
+@pytest.fixture
+def store():
+    """A TCPStore that this test process hosts on a port the kernel
+    picked (port 0): nothing can take the port between choosing it and
+    binding it, as it could with a port found free and bound later."""
+    hosted = dist.TCPStore(
+        "127.0.0.1",
+        0,
+        is_master=True,
+        wait_for_workers=False,
+        timeout=timedelta(seconds=60),
     )
+    yield hosted
+    del hosted
 
 
 def train_json(
@@ -159,36 +130,45 @@ def test_a_bad_flag_is_named_with_what_it_accepts(capsys, args, name, allowed):
     assert name in err and allowed in err, err
 
 
-def test_a_bad_flag_fails_on_every_rank():
-    """Both ranks reject the flag before any process group exists, so
-    neither waits for the other and torchrun exits non-zero."""
-    done = torchrun("--strategy=zero")
-    assert done.returncode != 0
-    assert done.stderr.count("invalid choice: 'zero'") == 2, done.stderr
-    assert "exitcode  : 2" in done.stderr, done.stderr
-
-
-def test_a_missing_peer_is_an_error_not_a_hang():
+def rank(number, world, port, *args):
+    """Rank `number` of `world`, started by hand as torchrun would."""
     env = dict(
         ENV,
-        RANK="0",
-        LOCAL_RANK="0",
-        WORLD_SIZE="2",
+        RANK=str(number),
+        LOCAL_RANK=str(number),
+        WORLD_SIZE=str(world),
         MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(free_port()),
+        MASTER_PORT=str(port),
+        TORCHELASTIC_USE_AGENT_STORE="True",
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "snippets.torchrun.train", "--timeout=2"],
+    return subprocess.Popen(
+        [sys.executable, "-m", "snippets.torchrun.train", *args],
         cwd=ROOT,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
-        check=False,
     )
-    assert done.returncode == 1
-    assert "did not start within 2 s" in done.stderr, done.stderr
-    assert "2 ranks running" in done.stderr
+
+
+def test_a_bad_flag_fails_on_every_rank(store):
+    """Both ranks reject the flag before any process group exists, so
+    neither waits for the other. (Under torchrun the first rank to fail
+    gets the other killed, so the ranks are started by hand here.)"""
+    ranks = [rank(r, 2, store.port, "--strategy=zero") for r in (0, 1)]
+    errors = [p.communicate(timeout=60)[1] for p in ranks]
+    assert [p.returncode for p in ranks] == [2, 2], errors
+    for err in errors:
+        assert "invalid choice: 'zero'" in err, err
+
+
+def test_a_missing_peer_is_an_error_not_a_hang(store):
+    """Rank 0 of 2 starts alone, on the store an agent would host."""
+    alone = rank(0, 2, store.port, "--timeout=2")
+    err = alone.communicate(timeout=60)[1]
+    assert alone.returncode == 1, err
+    assert "did not start within 2 s" in err, err
+    assert "2 ranks running" in err
 
 
 def test_latest_skips_half_written_checkpoints(tmp_path):
@@ -306,12 +286,21 @@ def test_the_page_commands_run(tmp_path):
         assert codes == [0], f"{command}\n{log[-3000:]}"
 
 
-def test_two_nodes_meet_at_a_c10d_rendezvous(tmp_path):
+def test_two_nodes_meet_at_a_c10d_rendezvous(tmp_path, store):
     """The page's multi-node command, as two agents (`--nnodes=2`, one
-    process each) meeting at a c10d rendezvous on 127.0.0.1."""
+    process each) meeting at a c10d rendezvous on 127.0.0.1.
+
+    On one machine both agents match the endpoint's host name, so each
+    would try to host the rendezvous store and the later one would
+    race the earlier; here the test hosts it and both agents join it
+    as clients (`is_host=false`)."""
     [command] = [c for c in page_commands() if "--rdzv-endpoint" in c]
     assert "--nnodes=2" in command and "--rdzv-backend=c10d" in command
-    command = command.replace("$HEAD_NODE:29500", f"127.0.0.1:{free_port()}")
+    command = command.replace(
+        "--rdzv-endpoint=$HEAD_NODE:29500",
+        f"--rdzv-endpoint=127.0.0.1:{store.port} --rdzv-conf=is_host=false",
+    )
+    assert f":{store.port} " in command, command
     out = tmp_path / "two-nodes.json"
     agents = [
         shell(f"{command} --json {out}", tmp_path, nproc=1) for _ in range(2)
@@ -320,6 +309,14 @@ def test_two_nodes_meet_at_a_c10d_rendezvous(tmp_path):
     assert codes == [0, 0], log[-3000:]
     result = json.loads(out.read_text())
     assert result["world_size"] == 2 and len(result["losses"]) == 1
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_launches_exit_cleanly_every_time(strategy):
+    """The short form of `make stress`: three launches with --check and
+    checkpoints, each exiting 0 with a clean exit on both ranks."""
+    problems = [launch(strategy) for _ in range(3)]
+    assert problems == [None] * 3, "\n".join(filter(None, problems))
 
 
 def test_the_page_measurement_is_cached_except_in_ci(tmp_path, monkeypatch):
