@@ -5,6 +5,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1:8000
+# torch comes from PyTorch's CPU index by default, as in CI: PyPI's Linux
+# build of the same version pulls several GB of CUDA libraries. Where
+# that index cannot be reached, pip falls back to PyPI. With a GPU:
+# `make setup TORCH_INDEX=https://download.pytorch.org/whl/cu128`, or
+# TORCH_INDEX= for PyPI's default build (README, "Running on a GPU").
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 export NO_MKDOCS_2_WARNING := 1
 # Builds of one commit are byte-identical on any day: the sitemap's dates
 # come from the last commit, not the clock.
@@ -22,6 +28,8 @@ $(STAMP): pyproject.toml
 	  { echo "Python 3.11 or newer is needed as $(PYTHON)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
+	$(BIN)/python -m pip install --quiet --group train \
+	  $(TORCH_INDEX:%=--extra-index-url %)
 	$(BIN)/python -m pip install --quiet --group test
 	$(BIN)/python -c 'import pathlib, site; pathlib.Path(site.getsitepackages()[0], "course-root.pth").write_text("$(CURDIR)\n")'
 	touch $@
@@ -52,6 +60,10 @@ test: $(STAMP) browser ## Every check: lint, strict build, all tests
 	$(MAKE) build
 	$(BIN)/pytest
 
+.PHONY: stress
+stress: $(STAMP) ## Launch the torchrun script 50 times per strategy; count aborts
+	$(BIN)/python -m course.stress --launches $(or $(LAUNCHES),50)
+
 .PHONY: screenshots
 screenshots: $(STAMP) browser ## Screenshot every page, light and dark, into screenshots/
 	$(MAKE) build
@@ -69,6 +81,10 @@ format: $(STAMP) ## Format code, snippets and tests with ruff
 .PHONY: clean
 clean: ## Remove the built site and caches (keeps .venv)
 	rm -rf site .cache .pytest_cache
+
+.PHONY: clean-venv
+clean-venv: ## Remove .venv (the next command sets it up again)
+	rm -rf $(VENV)
 
 .PHONY: bench
 bench: $(STAMP) ## Print build, rebuild and training speed figures
