@@ -4,7 +4,6 @@ Every subprocess has a timeout, so a hang fails the test instead of
 blocking CI. The model is tiny; start-up dominates each launch.
 """
 
-import json
 import re
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import torch.distributed as dist
 
 from course.stress import ROOT, SMALL, environment, launch, torchrun
 from snippets.ddp.allreduce import allreduce_bytes
-from snippets.torchrun import config
+from snippets.torchrun import config, report
 from snippets.torchrun.report import LOSS_TOLERANCE
 
 ENV = environment()
@@ -38,75 +37,83 @@ def store():
     del hosted
 
 
-def train_json(
-    tmp_path, *args, launcher=("--standalone", "--nproc_per_node=2")
-):
-    out = tmp_path / f"result-{len(list(tmp_path.iterdir()))}.json"
-    done = torchrun(*SMALL, *args, "--json", str(out), launcher=launcher)
+def train_json(tmp_path, *args, launcher=None, env=None):
+    """Train with the tiny model; the runs the script measured, and the
+    finished process."""
+    out = tmp_path / f"runs-{len(list(tmp_path.iterdir()))}.json"
+    options = {"launcher": launcher} if launcher else {}
+    if env:
+        options["env"] = ENV | env
+    done = torchrun(*SMALL, *args, f"--json={out}", **options)
     assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(out.read_text()), done
+    return report.load(out), done
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """One run per (strategy, accumulation steps), made on first use."""
+    """DDP and FSDP from one `--compare` launch per accumulation."""
     made = {}
 
     def get(strategy, accum):
-        if (strategy, accum) not in made:
-            tmp = tmp_path_factory.mktemp(f"{strategy}{accum}")
-            made[strategy, accum], _ = train_json(
+        if accum not in made:
+            tmp = tmp_path_factory.mktemp(f"compare{accum}")
+            ddp, fsdp = train_json(
                 tmp,
-                f"--strategy={strategy}",
+                "--compare",
                 f"--accum-steps={accum}",
                 "--steps=3",
                 "--check",
-            )
-        return made[strategy, accum]
+            )[0]
+            made[accum] = {"ddp": ddp, "fsdp": fsdp}
+        return made[accum][strategy]
 
     return get
-
-
-def total(state):
-    return state["params"] + state["grads"] + state["optim"]
 
 
 @pytest.mark.parametrize("accum", [1, 2])
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
 def test_measured_figures_match_the_models(runs, strategy, accum):
     r = runs(strategy, accum)
-    assert r["world_size"] == 2 and r["accum_steps"] == accum
-    for state in r["state_bytes_per_rank"]:
-        assert total(state) == r["model"]["state_bytes"]
-    assert r["traffic_last_step"] == r["model"]["traffic_last_step"]
-    assert r["sent_per_rank"] == pytest.approx(r["model"]["sent_per_rank"])
-    assert r["sent_per_micro"] == pytest.approx(r["model"]["sent_per_micro"])
-    assert set(r["syncs_per_step"].values()) == {1}
+    m = report.predict(r)
+    assert r.world_size == 2 and r.accum_steps == accum
+    assert r.strategy == strategy
+    for state in r.state:
+        assert state.total == m.state_bytes
+    assert r.traffic == m.traffic
+    assert r.traffic_per_micro == m.traffic_per_micro
+    assert set(r.syncs_per_step) == {1} == {m.syncs_per_step}
     # N ranks x B rows x K micro-batches == one process, one big batch
-    assert r["grad_check"]["ok"], r["grad_check"]
+    assert r.grad_check.ok, r.grad_check
+    assert report.problems([r]) == []
 
 
 @pytest.mark.parametrize("accum", [1, 2])
 def test_fsdp_holds_half_and_moves_one_and_a_half_times(runs, accum):
     ddp, fsdp = runs("ddp", accum), runs("fsdp", accum)
-    ddp_state = total(ddp["state_bytes_per_rank"][0])
-    for state in fsdp["state_bytes_per_rank"]:
-        assert 2 * total(state) == ddp_state
-    grads = allreduce_bytes(ddp["params"], bytes_per_grad=4, world_size=2)
-    assert ddp["traffic_last_step"]["all_reduce"] == round(
-        grads["grad_GB"] * 1e9
-    )
+    for state in fsdp.state:
+        assert 2 * state.total == ddp.state[0].total
+    grads = allreduce_bytes(ddp.params, bytes_per_grad=4, world_size=2)
+    assert ddp.traffic["all_reduce"] == round(grads["grad_GB"] * 1e9)
     # ZeRO-3 on the micro-batch that reduces gradients: 3 psi vs 2 psi
-    last = fsdp["sent_per_micro"][-1] / ddp["sent_per_micro"][-1]
-    assert last == pytest.approx(1.5)
+    sent = [report.ring_sent(r.traffic_per_micro[-1], 2) for r in (ddp, fsdp)]
+    assert sent[1] / sent[0] == pytest.approx(1.5)
 
 
 @pytest.mark.parametrize("accum", [1, 2])
 def test_ddp_and_fsdp_give_the_same_losses(runs, accum):
     ddp, fsdp = runs("ddp", accum), runs("fsdp", accum)
-    assert len(ddp["losses"]) == len(fsdp["losses"]) == 3
-    for a, b in zip(ddp["losses"], fsdp["losses"], strict=True):
-        assert abs(a - b) <= LOSS_TOLERANCE
+    assert len(ddp.losses) == len(fsdp.losses) == 3
+    assert report.max_loss_gap(ddp, fsdp) <= LOSS_TOLERANCE
+
+
+def test_the_compare_table_sets_measured_beside_predicted(runs):
+    ddp, fsdp = runs("ddp", 2), runs("fsdp", 2)
+    rows = report.table(ddp, fsdp).splitlines()
+    assert "DDP measured | DDP predicted | FSDP measured" in rows[0]
+    [state] = [r for r in rows if r.startswith("| state")]
+    cells = [c.strip() for c in state.split("|")[2:-1]]
+    assert cells[0] == cells[1] and cells[2] == cells[3], state
+    assert float(cells[0]) == 2 * float(cells[2]) > 0
 
 
 BAD = [
@@ -193,11 +200,11 @@ def test_latest_skips_half_written_checkpoints(tmp_path):
 FAULTS = {
     # DDP: the last rank is killed at the start of step 3; the restart
     # resumes from the checkpoint of step 2.
-    "ddp": ("--fail-at-step=3", 2),
+    "ddp": ({"TRAIN_KILL_AT_STEP": "3"}, 2),
     # FSDP: rank 0 is killed while saving step 2, after DCP wrote the
     # files but before the rename; the restart skips the half-written
     # step 2 and resumes from step 1.
-    "fsdp": ("--fail-in-save=2", 1),
+    "fsdp": ({"TRAIN_KILL_IN_SAVE": "2"}, 1),
 }
 
 
@@ -207,7 +214,7 @@ def test_a_killed_job_restarts_and_ends_as_if_never_killed(
 ):
     fault, resumed = FAULTS[strategy]
     clean = runs(strategy, 1)  # the same flags, never interrupted
-    faulty, done = train_json(
+    [faulty], done = train_json(
         tmp_path,
         f"--strategy={strategy}",
         "--accum-steps=1",
@@ -215,17 +222,29 @@ def test_a_killed_job_restarts_and_ends_as_if_never_killed(
         "--checkpoint-every=1",
         f"--checkpoint-dir={tmp_path / 'checkpoints'}",
         "--check",
-        fault,
         launcher=("--standalone", "--nproc_per_node=2", "--max-restarts=1"),
+        env=fault,
     )
     log = done.stdout + done.stderr
-    assert clean["resumed_from_step"] == 0
-    assert faulty["resumed_from_step"] == resumed, log
+    assert clean.resumed_from_step == 0
+    assert faulty.resumed_from_step == resumed, log
     assert f"resumed from the checkpoint of step {resumed}" in log
-    assert faulty["losses"] == clean["losses"]
-    assert faulty["weights_sha256"] == clean["weights_sha256"]
+    assert faulty.losses == clean.losses
+    assert faulty.weights_sha256 == clean.weights_sha256
     names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
     assert names == ["step_000001", "step_000002", "step_000003"]
+
+
+def test_the_fault_switch_names_itself_when_misused(monkeypatch):
+    from snippets.torchrun.train import injected_fault
+
+    monkeypatch.setenv("TRAIN_KILL_AT_STEP", "three")
+    with pytest.raises(SystemExit, match="TRAIN_KILL_AT_STEP must be"):
+        injected_fault("TRAIN_KILL_AT_STEP")
+    monkeypatch.setenv("TRAIN_KILL_AT_STEP", "3")
+    assert injected_fault("TRAIN_KILL_AT_STEP") == 3
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "1")  # a restart
+    assert injected_fault("TRAIN_KILL_AT_STEP") == 0
 
 
 def page_commands():
@@ -307,8 +326,8 @@ def test_two_nodes_meet_at_a_c10d_rendezvous(tmp_path, store):
     ]
     codes, log = finish(agents)
     assert codes == [0, 0], log[-3000:]
-    result = json.loads(out.read_text())
-    assert result["world_size"] == 2 and len(result["losses"]) == 1
+    [result] = report.load(out)
+    assert result.world_size == 2 and len(result.losses) == 1
 
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
@@ -320,26 +339,55 @@ def test_launches_exit_cleanly_every_time(strategy):
 
 
 def test_the_page_measurement_is_cached_except_in_ci(tmp_path, monkeypatch):
-    from snippets.torchrun import report
+    from course import measure
 
     calls = []
 
-    def fake_run(strategy, args):
-        calls.append(strategy)
-        return {"strategy": strategy, "args": list(args)}
+    def fake_launch(args):
+        calls.append(args)
+        return [report.Run.from_dict(dict(FAKE_RUN, steps=len(calls)))]
 
-    monkeypatch.setattr(report, "CACHE", tmp_path)
-    monkeypatch.setattr(report, "run", fake_run)
+    monkeypatch.setattr(measure, "CACHE", tmp_path)
+    monkeypatch.setattr(measure, "launch", fake_launch)
     monkeypatch.delenv("CI", raising=False)
-    first = report.measure("ddp")
-    assert report.measure("ddp") == first and calls == ["ddp"]
-    assert report.measure("ddp", ("--steps", "2")) != first
-    assert calls == ["ddp", "ddp"]
+    first = measure.measure(("--steps=1",))
+    assert measure.measure(("--steps=1",)) == first and len(calls) == 1
+    assert measure.measure(("--steps=2",)) != first and len(calls) == 2
     monkeypatch.setenv("CI", "true")
-    report.measure("ddp")
-    assert calls == ["ddp", "ddp", "ddp"]
-    # the key covers the flags and torch's version (and the files)
-    before = report.key(("a",))
-    assert report.key(("b",)) != before
-    monkeypatch.setattr(report, "version", lambda name: "0.0")
-    assert report.key(("a",)) != before
+    measure.measure(("--steps=1",))
+    assert len(calls) == 3
+    # the key covers the flags and torch's version
+    before = measure.key(("a",))
+    assert measure.key(("b",)) != before
+    monkeypatch.setattr(measure, "version", lambda name: "0.0")
+    assert measure.key(("a",)) != before
+
+
+FAKE_RUN = dict(
+    strategy="ddp",
+    world_size=1,
+    device="cpu",
+    compute_dtype="fp32",
+    torch="0",
+    micro_batch=1,
+    accum_steps=1,
+    seq_len=2,
+    steps=1,
+    resumed_from_step=0,
+    params=1,
+    state=[
+        dict(
+            params=4,
+            grads=4,
+            optim=8,
+            bytes_param=4,
+            bytes_grad=4,
+            bytes_optim=8,
+        )
+    ],
+    traffic={},
+    traffic_per_micro=[],
+    syncs_per_step=[0],
+    losses=[1.0],
+    tokens_per_s=1.0,
+)

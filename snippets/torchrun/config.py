@@ -1,46 +1,57 @@
-"""Settings of the training script, and their checks.
+"""Settings of the training script, each declared once.
 
-Nothing here imports torch, so a bad flag is rejected on every rank in
-well under a second, before any process group exists.
+Every setting is a dataclass field whose metadata says what it means and
+what it accepts; `parser()` derives the command line from the fields,
+so a flag cannot drift from the setting it fills. Nothing here imports
+torch, so a bad flag is rejected on every rank in well under a second,
+before any process group exists.
 """
 
 import argparse
 import os
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, field, fields
 
 from snippets.checks import count, number
 
 STRATEGIES = ("ddp", "fsdp")
 
 
+def option(default, help, *, minimum=None, choices=None):
+    """A setting's default and its flag's rules, kept on the field."""
+    rules = {"help": help, "minimum": minimum, "choices": choices}
+    return field(default=default, metadata=rules)
+
+
 # --8<-- [start:config]
 @dataclass(frozen=True)
 class ModelConfig:
-    vocab: int = 512
-    seq_len: int = 64
-    d_model: int = 256
-    n_heads: int = 4
-    n_layers: int = 4
-    d_ff: int = 1024
+    vocab: int = option(512, "vocabulary size", minimum=2)
+    seq_len: int = option(64, "tokens per sequence", minimum=2)
+    d_model: int = option(256, "hidden size", minimum=1)
+    n_heads: int = option(4, "attention heads", minimum=1)
+    n_layers: int = option(4, "transformer blocks", minimum=1)
+    d_ff: int = option(1024, "MLP hidden size", minimum=1)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    model: ModelConfig
-    strategy: str = "ddp"
-    steps: int = 8
-    micro_batch: int = 8
-    accum_steps: int = 1
-    lr: float = 3e-3
-    seed: int = 0
-    checkpoint_dir: str | None = None
-    checkpoint_every: int = 0  # 0: never
-    json: str | None = None
-    check: bool = False  # compare gradients with a one-process run
-    timeout_s: float = 300.0  # process-group start-up and collectives
-    log_every: int = 1
-    fail_at_step: int = 0  # tests only: a rank dies at this step
-    fail_in_save: int = 0  # tests only: die while saving this step
+    strategy: str = option("ddp", "how to split", choices=STRATEGIES)
+    compare: bool = option(False, "train with every strategy in turn")
+    steps: int = option(8, "optimizer steps", minimum=1)
+    micro_batch: int = option(8, "sequences per rank per pass", minimum=1)
+    accum_steps: int = option(1, "micro-batches per step", minimum=1)
+    global_batch: int | None = option(
+        None, "sequences per step; sets --accum-steps", minimum=1
+    )
+    lr: float = option(3e-3, "Adam's learning rate", minimum=0)
+    seed: int = option(0, "seeds the weights and the data", minimum=0)
+    checkpoint_dir: str | None = option(None, "where checkpoints go")
+    checkpoint_every: int = option(0, "steps between saves", minimum=0)
+    json: str | None = option(None, "write the measured figures here")
+    check: bool = option(False, "compare gradients with one process")
+    timeout: float = option(300.0, "seconds to wait for peers", minimum=0)
+    log_every: int = option(1, "steps between log lines", minimum=1)
+    model: ModelConfig = field(default_factory=ModelConfig)
 
 
 # --8<-- [end:config]
@@ -50,31 +61,39 @@ class ConfigError(ValueError):
     """A flag has a value the script cannot use."""
 
 
-def _flag_type(convert, kind, check, **bounds):
-    """An argparse type: turn the text into `kind`, then apply the same
-    validator the labs use (snippets/checks.py), so a flag is refused
-    for the same reasons and in the same words as a lab argument."""
+def _flag_type(kind, minimum):
+    """An argparse type: the text as `kind`, then the labs' own check
+    (snippets/checks.py), so a flag is refused for the same reasons and
+    in the same words as a lab argument."""
+    convert, check, what = {
+        int: (int, count, "a whole number"),
+        float: (float, number, "a number"),
+    }[kind]
 
     def parse(text):
         try:
             value = convert(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"must be {kind}, got {text!r}"
+                f"must be {what}, got {text!r}"
             ) from None
+        bound = {"minimum": minimum}
+        if kind is float:
+            bound["allow_minimum"] = False
         try:
-            return check("the value", value, **bounds)
+            return check("the value", value, **bound)
         except ValueError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
 
     return parse
 
 
-def _int_at_least(minimum):
-    return _flag_type(int, "a whole number", count, minimum=minimum)
-
-
-_positive_float = _flag_type(float, "a number", number)
+def _settings():
+    """(field, default) for every flag: TrainConfig's, then the model's."""
+    for cls in (TrainConfig, ModelConfig):
+        for f in fields(cls):
+            if f.default is not MISSING:
+                yield f
 
 
 def parser():
@@ -82,39 +101,27 @@ def parser():
         prog="python -m snippets.torchrun.train",
         description="Train a small decoder-only LM with DDP or FSDP2.",
     )
-    one, zero = _int_at_least(1), _int_at_least(0)
-    m = ModelConfig()
-    p.add_argument("--strategy", choices=STRATEGIES, default="ddp")
-    p.add_argument("--steps", type=one, default=8)
-    p.add_argument("--micro-batch", type=one, default=8)
-    p.add_argument("--accum-steps", type=one, default=None)
-    p.add_argument(
-        "--global-batch",
-        type=one,
-        default=None,
-        help="sequences per optimizer step; must be a multiple of "
-        "micro-batch x world size (sets --accum-steps)",
-    )
-    p.add_argument("--lr", type=_positive_float, default=3e-3)
-    p.add_argument("--seed", type=zero, default=0)
-    p.add_argument("--vocab", type=_int_at_least(2), default=m.vocab)
-    p.add_argument("--seq-len", type=_int_at_least(2), default=m.seq_len)
-    p.add_argument("--d-model", type=one, default=m.d_model)
-    p.add_argument("--n-heads", type=one, default=m.n_heads)
-    p.add_argument("--n-layers", type=one, default=m.n_layers)
-    p.add_argument("--d-ff", type=one, default=m.d_ff)
-    p.add_argument("--checkpoint-dir", default=None)
-    p.add_argument("--checkpoint-every", type=zero, default=0)
-    p.add_argument("--json", default=None, help="write the figures here")
-    p.add_argument(
-        "--check",
-        action="store_true",
-        help="compare the first step's gradients with one process",
-    )
-    p.add_argument("--timeout", type=_positive_float, default=300.0)
-    p.add_argument("--log-every", type=one, default=1)
-    p.add_argument("--fail-at-step", type=zero, default=0, help="tests only")
-    p.add_argument("--fail-in-save", type=zero, default=0, help="tests only")
+    for f in _settings():
+        name = "--" + f.name.replace("_", "-")
+        rules = f.metadata
+        help = f"{rules['help']} (default: {f.default})"
+        if f.type is bool:
+            p.add_argument(name, action="store_true", help=rules["help"])
+        elif rules["choices"]:
+            p.add_argument(name, choices=rules["choices"], help=help)
+        elif rules["minimum"] is not None:
+            kind = float if f.type is float else int
+            p.add_argument(
+                name,
+                type=_flag_type(kind, rules["minimum"]),
+                metavar="X" if kind is float else "N",
+                help=help,
+            )
+        else:
+            p.add_argument(name, metavar="PATH", help=help)
+    p.set_defaults(**{f.name: f.default for f in _settings()})
+    # None tells "not given" from "given the default value"
+    p.set_defaults(accum_steps=None, strategy=None)
     return p
 
 
@@ -157,38 +164,25 @@ def build(args, world_size):
         accum = derived
     if args.checkpoint_every and not args.checkpoint_dir:
         raise ConfigError("--checkpoint-every needs --checkpoint-dir")
-    for flag, step in (
-        ("--fail-at-step", args.fail_at_step),
-        ("--fail-in-save", args.fail_in_save),
-    ):
-        if step > args.steps:
-            raise ConfigError(
-                f"{flag} ({step}) must be <= --steps ({args.steps})"
-            )
+    if args.compare and args.strategy:
+        raise ConfigError("--compare trains every strategy: drop --strategy")
+    if args.compare and args.checkpoint_dir:
+        raise ConfigError("--compare cannot resume: drop --checkpoint-dir")
+    values = vars(args) | {
+        "accum_steps": accum or 1,
+        "strategy": args.strategy or "ddp",
+    }
     model = ModelConfig(
-        vocab=args.vocab,
-        seq_len=args.seq_len,
-        d_model=args.d_model,
-        n_heads=args.n_heads,
-        n_layers=args.n_layers,
-        d_ff=args.d_ff,
+        **{f.name: values[f.name] for f in fields(ModelConfig)}
     )
+    settings = {f.name: values[f.name] for f in _settings()}
     return TrainConfig(
         model=model,
-        strategy=args.strategy,
-        steps=args.steps,
-        micro_batch=args.micro_batch,
-        accum_steps=accum or 1,
-        lr=args.lr,
-        seed=args.seed,
-        checkpoint_dir=args.checkpoint_dir,
-        checkpoint_every=args.checkpoint_every,
-        json=args.json,
-        check=args.check,
-        timeout_s=args.timeout,
-        log_every=args.log_every,
-        fail_at_step=args.fail_at_step,
-        fail_in_save=args.fail_in_save,
+        **{
+            f.name: settings[f.name]
+            for f in fields(TrainConfig)
+            if f.name != "model"
+        },
     )
 
 

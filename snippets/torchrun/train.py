@@ -8,7 +8,6 @@ NCCL and the maths runs in bf16; on a CPU it is gloo and fp32.
 """
 
 import hashlib
-import json
 import os
 import signal
 import statistics
@@ -16,8 +15,8 @@ import sys
 import time
 import traceback
 from contextlib import nullcontext
+from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -141,10 +140,21 @@ def first_try():
     return os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
 
 
-def maybe_fail(cfg, step):
+def injected_fault(name):
+    """Tests only: the step named by environment variable `name`, on a
+    job's first try; else 0. tests/test_train.py kills a rank at a step
+    (TRAIN_KILL_AT_STEP) or rank 0 half-way through a save
+    (TRAIN_KILL_IN_SAVE), to check that a restarted job resumes."""
+    text = os.environ.get(name, "0")
+    if not text.isdigit():
+        raise SystemExit(f"{name} must be a step number >= 0, got {text!r}")
+    return int(text) if first_try() else 0
+
+
+def maybe_fail(step):
     """Tests only: the last rank dies at the start of a step, once."""
     last_rank = dist.get_rank() == dist.get_world_size() - 1
-    if first_try() and last_rank and step == cfg.fail_at_step:
+    if last_rank and step == injected_fault("TRAIN_KILL_AT_STEP"):
         print(f"rank {dist.get_rank()}: killed at step {step} (test)")
         sys.stdout.flush()
         os.kill(os.getpid(), signal.SIGKILL)
@@ -176,7 +186,7 @@ def train(cfg, device, mixed):
     )
     rates, grad_check, syncs = [], None, {}
     for step in range(start + 1, cfg.steps + 1):
-        maybe_fail(cfg, step)
+        maybe_fail(step)
         began = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         loss = train_step(model, cfg, step, device, mixed, traffic)
@@ -198,43 +208,42 @@ def train(cfg, device, mixed):
                 model,
                 optimizer,
                 losses,
-                die_before_rename=first_try() and step == cfg.fail_in_save,
+                die_before_rename=step == injected_fault("TRAIN_KILL_IN_SAVE"),
             )
     per_rank = [None] * world
     dist.all_gather_object(per_rank, state_bytes(model, optimizer))
     digest = weights_digest(model)
     last = cfg.steps
-    measured = {
-        "strategy": cfg.strategy,
-        "world_size": world,
-        "device": device.type,
-        "compute_dtype": "bf16" if mixed else "fp32",
-        "torch": torch.__version__,
-        "micro_batch": cfg.micro_batch,
-        "accum_steps": cfg.accum_steps,
-        "seq_len": cfg.model.seq_len,
-        "steps": cfg.steps,
-        "resumed_from_step": start,
-        "params": n_params,
-        "state_bytes_per_rank": per_rank,
-        "traffic_last_step": {
+
+    def moved(micro=None):
+        return {
             kind: traffic.step_bytes(last, kind)
-            for kind in ("all_reduce", "all_gather", "reduce_scatter")
-        },
-        "traffic_per_micro_last_step": [
-            {
-                kind: traffic.micro_bytes(last, m, kind)
-                for kind in ("all_reduce", "all_gather", "reduce_scatter")
-            }
-            for m in range(cfg.accum_steps)
-        ],
-        "syncs_per_step": syncs,
-        "grad_check": grad_check,
-        "losses": losses,
-        "weights_sha256": digest,
-        "tokens_per_s": statistics.median(rates[1:] or rates or [0.0]),
-    }
-    return measured
+            if micro is None
+            else traffic.micro_bytes(last, micro, kind)
+            for kind in report.KINDS
+        }
+
+    return report.Run(
+        strategy=cfg.strategy,
+        world_size=world,
+        device=device.type,
+        compute_dtype="bf16" if mixed else "fp32",
+        torch=torch.__version__,
+        micro_batch=cfg.micro_batch,
+        accum_steps=cfg.accum_steps,
+        seq_len=cfg.model.seq_len,
+        steps=cfg.steps,
+        resumed_from_step=start,
+        params=n_params,
+        state=[report.StateBytes(**b) for b in per_rank],
+        traffic=moved(),
+        traffic_per_micro=[moved(m) for m in range(cfg.accum_steps)],
+        syncs_per_step=[syncs[s] for s in sorted(syncs)],
+        losses=losses,
+        tokens_per_s=statistics.median(rates[1:] or rates or [0.0]),
+        grad_check=report.GradCheck(**grad_check) if grad_check else None,
+        weights_sha256=digest,
+    )
 
 
 # --8<-- [start:store]
@@ -287,13 +296,16 @@ def start_process_group(backend, device, timeout_s, solo=False):
 # --8<-- [end:start]
 
 
-def write_report(measured, json_path):
-    result = report.compare(measured)
-    print(report.summary(result), flush=True)
+def write_report(runs, json_path):
+    """Rank 0: each run against the models, then the side-by-side table."""
+    for run in runs:
+        print(report.summary(run), flush=True)
+    if len(runs) > 1:
+        print(report.table(*runs), flush=True)
+        for problem in report.problems(runs):
+            print("MISMATCH:", problem, flush=True)
     if json_path:
-        path = Path(json_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=1) + "\n")
+        report.dump(runs, json_path)
 
 
 # --8<-- [start:main]
@@ -301,11 +313,14 @@ def main(argv=None):
     cfg = config.parse(argv)  # a bad flag exits here, on every rank
     solo = single_process_defaults()
     device, backend, mixed = pick_device()
-    start_process_group(backend, device, cfg.timeout_s, solo)
+    start_process_group(backend, device, cfg.timeout, solo)
     try:
-        measured = train(cfg, device, mixed)
-        if measured and dist.get_rank() == 0:
-            write_report(measured, cfg.json)
+        strategies = config.STRATEGIES if cfg.compare else [cfg.strategy]
+        runs = [
+            train(replace(cfg, strategy=s), device, mixed) for s in strategies
+        ]
+        if all(runs) and dist.get_rank() == 0:
+            write_report(runs, cfg.json)
     finally:
         dist.destroy_process_group()  # on success and on error
 
