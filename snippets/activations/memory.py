@@ -1,0 +1,148 @@
+"""Activation memory of a transformer layer, and of one pipeline stage."""
+
+# --8<-- [start:model]
+from snippets.checks import choice, count, flag
+
+GB = 1e9  # decimal gigabytes
+RECOMPUTE = ("none", "selective", "full")
+SCHEDULES = ("gpipe", "1f1b")
+
+
+def activation_bytes_per_layer(
+    seq_len,
+    micro_batch,
+    hidden,
+    heads,
+    tp=1,
+    sequence_parallel=False,
+    recompute="none",
+    flash_attention=False,
+):
+    """Bytes one transformer layer keeps for its backward pass, per GPU.
+
+    Korthikanti et al. 2022, Table 2: activations in 16 bits, dropout
+    masks in 1 byte, s = seq_len, b = micro_batch, h = hidden, a = heads,
+    t = tp. The 5as/h term is the attention matrix (scores, softmax,
+    its dropout mask and output); a FlashAttention-style kernel never
+    stores it, and selective recomputation recomputes it instead.
+    """
+    s = count("seq_len", seq_len)
+    b = count("micro_batch", micro_batch)
+    h = count("hidden", hidden)
+    a = count("heads", heads)
+    t = count("tp", tp)
+    sp = flag("sequence_parallel", sequence_parallel)
+    choice("recompute", recompute, RECOMPUTE)
+    flag("flash_attention", flash_attention)
+    if h % a:
+        raise ValueError(f"hidden must be a multiple of heads, got {h}, {a}")
+    if a % t:
+        raise ValueError(f"heads must be a multiple of tp, got {a}, {t}")
+    sbh = s * b * h
+    if recompute == "full":  # only each layer's input is kept
+        return 2 * sbh / (t if sp else 1)
+    keeps_scores = recompute == "none" and not flash_attention
+    scores = 5 * a * s / h if keeps_scores else 0
+    if sp:  # layer norms and dropouts split along the sequence too
+        return sbh * (34 + scores) / t
+    return sbh * (10 + (24 + scores) / t)
+
+
+def activation_bytes_per_gpu(
+    layers, stages=1, microbatches=1, schedule="1f1b", **layer
+):
+    """Bytes of activations on the first pipeline stage at its peak.
+
+    The stage runs layers / stages layers. GPipe keeps all m
+    micro-batches alive until the backward passes start; 1F1B keeps at
+    most p = stages. `layer` holds activation_bytes_per_layer's
+    arguments.
+    """
+    count("layers", layers)
+    count("stages", stages)
+    count("microbatches", microbatches)
+    choice("schedule", schedule, SCHEDULES)
+    if layers % stages:
+        raise ValueError(
+            f"layers must be a multiple of stages, got {layers}, {stages}"
+        )
+    in_flight = microbatches
+    if schedule == "1f1b":
+        in_flight = min(stages, microbatches)
+    per_layer = activation_bytes_per_layer(**layer)
+    return in_flight * (layers // stages) * per_layer
+
+
+# --8<-- [end:model]
+
+
+if __name__ == "__main__":
+    # --8<-- [start:demo]
+    from snippets.walls.walls import state_GB
+
+    # A 7B model (h = 4096, a = 32, L = 32), one 4096-token sequence.
+    SEVEN_B = {"seq_len": 4096, "micro_batch": 1, "hidden": 4096}
+    print("| 7B, s = 4096, b = 1 | GB for 32 layers |")
+    print("| --- | --- |")
+    for label, extra in (
+        ("all stored, attention scores too", {}),
+        ("FlashAttention (no scores)", {"flash_attention": True}),
+        ("selective recomputation", {"recompute": "selective"}),
+        ("full recomputation", {"recompute": "full"}),
+        (
+            "TP 8 + SP, FlashAttention",
+            {"tp": 8, "sequence_parallel": True, "flash_attention": True},
+        ),
+    ):
+        gb = activation_bytes_per_gpu(32, heads=32, **SEVEN_B, **extra) / GB
+        print(f"| {label} | {gb:.2f} |")
+    two = activation_bytes_per_gpu(
+        32, heads=32, **{**SEVEN_B, "micro_batch": 2}
+    )
+    print(f"\nTwo sequences, all stored: {two / GB:.2f} GB, against the")
+    state = state_GB(7_000_000_000)  # 16 bytes per parameter
+    print(f"{state:.0f} GB of weights, gradients and Adam state.")
+    # --8<-- [end:demo]
+
+    # --8<-- [start:table2]
+    # Korthikanti et al. 2022, Table 2, on GPT-3 175B's layer:
+    # h = 12288, a = 96, s = 2048, b = 1, tensor-parallel size 8.
+    GPT3 = {"seq_len": 2048, "micro_batch": 1, "hidden": 12288, "heads": 96}
+    sbh = 2048 * 1 * 12288
+    for label, extra in (
+        ("no parallelism", {}),
+        ("tensor parallel", {"tp": 8}),
+        ("tensor + sequence parallel", {"tp": 8, "sequence_parallel": True}),
+        ("tensor parallel + selective", {"tp": 8, "recompute": "selective"}),
+        (
+            "tensor + sequence + selective",
+            {"tp": 8, "sequence_parallel": True, "recompute": "selective"},
+        ),
+        ("full recomputation", {"tp": 8, "recompute": "full"}),
+    ):
+        per_layer = activation_bytes_per_layer(**GPT3, **extra)
+        print(
+            f"{label:<30} {per_layer / sbh:7.3f} sbh {per_layer / GB:6.3f} GB"
+        )
+    # --8<-- [end:table2]
+
+    # --8<-- [start:pipeline]
+    # GPT-3 175B: 96 layers on 8 stages of 12, t = 8 with SP and
+    # selective recomputation, 64 micro-batches per step.
+    best = {"tp": 8, "sequence_parallel": True, "recompute": "selective"}
+    for schedule in SCHEDULES:
+        gb = (
+            activation_bytes_per_gpu(
+                96,
+                stages=8,
+                microbatches=64,
+                schedule=schedule,
+                **GPT3,
+                **best,
+            )
+            / GB
+        )
+        print(f"{schedule:>5}: first stage holds {gb:6.2f} GB")
+    whole = 96 * activation_bytes_per_layer(**GPT3, **best) / GB
+    print(f"all 96 layers, one micro-batch: {whole:.2f} GB")
+    # --8<-- [end:pipeline]
