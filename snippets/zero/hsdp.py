@@ -1,7 +1,7 @@
 """HSDP: ZeRO-3 inside each node, plain replicas across nodes."""
 
 # --8<-- [start:model]
-from snippets.checks import count
+from snippets.checks import count, number
 from snippets.zero.memory import GB, memory_per_gpu
 from snippets.zero.traffic import comm_bytes
 
@@ -17,6 +17,7 @@ def hsdp(params, gpus_per_node, nodes, bytes_per_grad=2, **bytes_per_param):
     """
     g = count("gpus_per_node", gpus_per_node)
     n = count("nodes", nodes)
+    number("bytes_per_grad", bytes_per_grad)
     state = memory_per_gpu(
         "zero3", params, g, bytes_grad=bytes_per_grad, **bytes_per_param
     )

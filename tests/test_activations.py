@@ -1,0 +1,204 @@
+"""Tests of snippets/activations/memory.py: activation memory per layer
+(Korthikanti et al. 2022, Table 2) and per pipeline stage."""
+
+from fractions import Fraction
+
+import pytest
+
+from snippets.activations.memory import (
+    RECOMPUTE,
+    SCHEDULES,
+    activation_bytes_per_gpu,
+    activation_bytes_per_layer,
+)
+from snippets.walls.walls import state_GB
+from tests.refused import cases, check_refused, covers_every_argument
+
+# GPT-3 175B's layer (h = 12288, a = 96, s = 2048), as the paper uses it,
+# with its tensor-parallel size of 8.
+S, B, H, A, T = 2048, 1, 12288, 96, 8
+GPT3 = {"seq_len": S, "micro_batch": B, "hidden": H, "heads": A}
+SEVEN_B = {"seq_len": 4096, "micro_batch": 1, "hidden": 4096, "heads": 32}
+
+
+def paper(s, b, h, a, t, row):
+    """Table 2, term by term, in exact fractions of bytes. The layer
+    keeps 11sbh + 5as^2b in attention, 19sbh in the MLP and 4sbh in its
+    two layer norms (34sbh + 5as^2b in all); of the 34sbh, 10sbh sit
+    outside the tensor-parallel blocks (layer-norm and dropout inputs,
+    dropout masks)."""
+    sbh, scores = Fraction(s * b * h), Fraction(5 * a * s * s * b)
+    attention, mlp, norms = 11 * sbh + scores, 19 * sbh, 4 * sbh
+    assert attention + mlp + norms == 34 * sbh + scores
+    outside, inside = 10 * sbh, 24 * sbh
+    return {
+        "no parallelism": attention + mlp + norms,
+        "tensor parallel": outside + (inside + scores) / t,
+        "tensor + sequence parallel": (outside + inside + scores) / t,
+        "tensor parallel + selective": outside + inside / t,
+        "tensor + sequence + selective": (outside + inside) / t,
+        "full recomputation": 2 * sbh,
+    }[row]
+
+
+ROWS = {
+    "no parallelism": {},
+    "tensor parallel": {"tp": T},
+    "tensor + sequence parallel": {"tp": T, "sequence_parallel": True},
+    "tensor parallel + selective": {"tp": T, "recompute": "selective"},
+    "tensor + sequence + selective": {
+        "tp": T,
+        "sequence_parallel": True,
+        "recompute": "selective",
+    },
+    "full recomputation": {"tp": T, "recompute": "full"},
+}
+
+
+@pytest.mark.parametrize("row", list(ROWS))
+def test_table_2_on_gpt3_175b(row):
+    got = activation_bytes_per_layer(**GPT3, **ROWS[row])
+    assert got == pytest.approx(float(paper(S, B, H, A, T, row)), rel=1e-12)
+
+
+def test_attention_scores_of_gpt3_outweigh_the_rest():
+    """5as/h = 80 for GPT-3 175B against 34: the scores are 70% of the
+    layer when nothing is recomputed."""
+    whole = activation_bytes_per_layer(**GPT3)
+    rest = activation_bytes_per_layer(**GPT3, flash_attention=True)
+    assert whole / rest == pytest.approx((34 + 80) / 34)
+    assert f"{1 - rest / whole:.0%}" == "70%"
+
+
+def test_7b_one_sequence_is_about_104_gb():
+    per_layer = activation_bytes_per_layer(**SEVEN_B)
+    assert per_layer == 4096 * 4096 * (34 + 160)
+    whole = activation_bytes_per_gpu(32, **SEVEN_B)
+    assert f"{whole / 1e9:.2f}" == "104.15"
+
+
+def test_7b_two_sequences_outgrow_the_training_state():
+    two = activation_bytes_per_gpu(32, **{**SEVEN_B, "micro_batch": 2})
+    assert two / 1e9 > state_GB(7_000_000_000) == 112
+    one = activation_bytes_per_gpu(32, **SEVEN_B)
+    assert one / 1e9 < 112 and two == 2 * one
+
+
+def test_flash_attention_is_selective_recomputation_here():
+    flash = activation_bytes_per_layer(**SEVEN_B, flash_attention=True)
+    selective = activation_bytes_per_layer(**SEVEN_B, recompute="selective")
+    assert flash == selective == 34 * 4096 * 4096
+
+
+@pytest.mark.parametrize("t", [1, 2, 4, 8, 16, 32])
+@pytest.mark.parametrize("sp", [False, True])
+def test_less_is_kept_as_more_is_recomputed(t, sp):
+    row = [
+        activation_bytes_per_layer(
+            **GPT3, tp=t, sequence_parallel=sp, recompute=r
+        )
+        for r in RECOMPUTE
+    ]
+    assert row[0] > row[1] > row[2]
+
+
+@pytest.mark.parametrize("t", [2, 4, 8, 16, 32])
+def test_sequence_parallel_splits_the_rest(t):
+    for r in RECOMPUTE:
+        tp = activation_bytes_per_layer(**GPT3, tp=t, recompute=r)
+        sp = activation_bytes_per_layer(
+            **GPT3, tp=t, sequence_parallel=True, recompute=r
+        )
+        assert sp < tp
+        assert sp * t == pytest.approx(
+            activation_bytes_per_layer(**GPT3, recompute=r)
+        )
+
+
+def test_one_way_tensor_parallel_changes_nothing():
+    for r in RECOMPUTE:
+        base = activation_bytes_per_layer(**GPT3, recompute=r)
+        assert activation_bytes_per_layer(**GPT3, tp=1, recompute=r) == base
+        assert (
+            activation_bytes_per_layer(
+                **GPT3, tp=1, sequence_parallel=True, recompute=r
+            )
+            == base
+        )
+
+
+@pytest.mark.parametrize("p", [1, 2, 4, 8])
+@pytest.mark.parametrize("m", [1, 4, 8, 64])
+def test_first_stage_holds_p_or_m_microbatches(p, m):
+    layer = activation_bytes_per_layer(**GPT3, tp=8)
+    per_stage = 96 // p * layer
+    gpipe = activation_bytes_per_gpu(
+        96, stages=p, microbatches=m, schedule="gpipe", **GPT3, tp=8
+    )
+    one_f = activation_bytes_per_gpu(
+        96, stages=p, microbatches=m, schedule="1f1b", **GPT3, tp=8
+    )
+    assert gpipe == pytest.approx(m * per_stage)
+    assert one_f == pytest.approx(min(p, m) * per_stage)
+    assert one_f <= gpipe
+
+
+def test_1f1b_first_stage_holds_the_whole_model_for_one_microbatch():
+    one_f = activation_bytes_per_gpu(
+        96, stages=8, microbatches=64, schedule="1f1b", **GPT3, tp=8
+    )
+    assert one_f == pytest.approx(
+        96 * activation_bytes_per_layer(**GPT3, tp=8)
+    )
+
+
+# --- cross-argument rules and bad inputs -----------------------------------
+
+
+def test_heads_must_split_evenly():
+    with pytest.raises(ValueError, match=r"\bhidden\b.*\bheads\b"):
+        activation_bytes_per_layer(2048, 1, 1000, 3)
+    with pytest.raises(ValueError, match=r"\bheads\b.*\btp\b"):
+        activation_bytes_per_layer(2048, 1, 4096, 32, tp=3)
+    with pytest.raises(ValueError, match=r"\blayers\b.*\bstages\b"):
+        activation_bytes_per_gpu(30, stages=8, **SEVEN_B)
+
+
+SPECS = {
+    "activation_bytes_per_layer": (
+        activation_bytes_per_layer,
+        {**SEVEN_B, "tp": 8},
+        {
+            "seq_len": "count",
+            "micro_batch": "count",
+            "hidden": "count",
+            "heads": "count",
+            "tp": "count",
+            "sequence_parallel": "flag",
+            "recompute": "name",
+            "flash_attention": "flag",
+        },
+        {"recompute": RECOMPUTE},
+    ),
+    "activation_bytes_per_gpu": (
+        activation_bytes_per_gpu,
+        {"layers": 32, "stages": 4, "microbatches": 8, **SEVEN_B},
+        {
+            "layers": "count",
+            "stages": "count",
+            "microbatches": "count",
+            "schedule": "name",
+        },
+        {"schedule": SCHEDULES},
+    ),
+}
+
+
+@pytest.mark.parametrize(("label", "argument", "value", "error"), cases(SPECS))
+def test_bad_input_is_refused_by_name(label, argument, value, error):
+    check_refused(SPECS, label, argument, value, error)
+
+
+@pytest.mark.parametrize("label", list(SPECS))
+def test_every_argument_has_bad_inputs(label):
+    assert covers_every_argument(SPECS, label) == set()
