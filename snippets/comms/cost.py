@@ -64,12 +64,13 @@ if __name__ == "__main__":
     MFU = 0.40  # share of peak a well-tuned job sustains
     tflops = H100_PEAK_TFLOPS * MFU
     for link, bw in LINKS_GBps.items():
-        r = comms_cost(7_000_000_000, 64, tflops, bw, tokens_per_gpu=8192)
+        n = 8 if link.startswith("NVLink") else 64  # NVLink: one node
+        r = comms_cost(7_000_000_000, n, tflops, bw, tokens_per_gpu=8192)
         print(
-            f"{link:<26} compute {r['compute_s']:6.3f} s"
+            f"{link:<26} N={n:<2} compute {r['compute_s']:6.3f} s"
             f"  all-reduce {r['comms_s']:6.3f} s  {r['verdict']}"
         )
-    print(f"crossover: {r['crossover_GBps']:.1f} GB/s one way")
+    print(f"crossover at N=64: {r['crossover_GBps']:.1f} GB/s one way")
     # --8<-- [end:demo]
 
     # --8<-- [start:links]
