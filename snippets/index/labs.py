@@ -9,6 +9,7 @@ LESSON = (
     "parallelism",
     "ddp",
     "zero",
+    "activations",
     "pipeline",
     "accumulation",
     "comms",
