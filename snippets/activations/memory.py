@@ -22,8 +22,8 @@ def activation_bytes_per_layer(
 
     Korthikanti et al. 2022, Table 2: activations in 16 bits, dropout
     masks in 1 byte, s = seq_len, b = micro_batch, h = hidden, a = heads,
-    t = tp. The 5as/h term is the attention matrix (scores, softmax,
-    its dropout mask and output); a FlashAttention-style kernel never
+    t = tp. The 5as/h term is the attention matrix (the softmax output,
+    its dropout mask and the dropout's output); a FlashAttention kernel never
     stores it, and selective recomputation recomputes it instead.
     """
     s = count("seq_len", seq_len)
