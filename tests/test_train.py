@@ -95,7 +95,7 @@ def test_fsdp_holds_half_and_moves_one_and_a_half_times(runs, accum):
     grads = allreduce_bytes(ddp.params, bytes_per_grad=4, world_size=2)
     assert ddp.traffic["all_reduce"] == round(grads["grad_GB"] * 1e9)
     # ZeRO-3 on the micro-batch that reduces gradients: 3 psi vs 2 psi
-    sent = [report.ring_sent(r.traffic_per_micro[-1], 2) for r in (ddp, fsdp)]
+    sent = [report.sent_by(r, r.traffic_per_micro[-1]) for r in (ddp, fsdp)]
     assert sent[1] / sent[0] == pytest.approx(1.5)
 
 
@@ -104,6 +104,27 @@ def test_ddp_and_fsdp_give_the_same_losses(runs, accum):
     ddp, fsdp = runs("ddp", accum), runs("fsdp", accum)
     assert len(ddp.losses) == len(fsdp.losses) == 3
     assert report.max_loss_gap(ddp, fsdp) <= LOSS_TOLERANCE
+
+
+def test_hsdp_shards_in_groups_and_all_reduces_across_them(tmp_path):
+    """4 ranks as 2 replicas x 2 shards: half of DDP's state per rank,
+    and the replicas all-reduce half the gradient (their shard)."""
+    [r], _ = train_json(
+        tmp_path,
+        "--strategy=hsdp",
+        "--shard-size=2",
+        "--accum-steps=2",
+        "--steps=2",
+        "--check",
+        launcher=("--standalone", "--nproc_per_node=4"),
+    )
+    assert (r.world_size, r.shard_size) == (4, 2)
+    assert report.problems([r]) == []
+    gradient = r.params * r.state[0].bytes_grad
+    assert r.state[0].total == 16 * r.params // 2
+    assert r.traffic["all_reduce"] == gradient // 2
+    assert r.traffic["reduce_scatter"] == gradient
+    assert r.grad_check.ok, r.grad_check
 
 
 def test_the_compare_table_sets_measured_beside_predicted(runs):
@@ -123,6 +144,9 @@ BAD = [
     (["--global-batch=7", "--micro-batch=2"], "--global-batch", "multiple"),
     (["--d-model=30", "--n-heads=4"], "--d-model", "--n-heads"),
     (["--checkpoint-every=2"], "--checkpoint-every", "--checkpoint-dir"),
+    (["--strategy=hsdp", "--shard-size=3"], "--shard-size", "divide"),
+    (["--shard-size=2"], "--shard-size", "--strategy hsdp only"),
+    (["--compare", "--strategy=ddp"], "--compare", "drop --strategy"),
 ]
 
 
@@ -366,6 +390,7 @@ def test_the_page_measurement_is_cached_except_in_ci(tmp_path, monkeypatch):
 FAKE_RUN = dict(
     strategy="ddp",
     world_size=1,
+    shard_size=1,
     device="cpu",
     compute_dtype="fp32",
     torch="0",

@@ -13,7 +13,8 @@ from dataclasses import MISSING, dataclass, field, fields
 
 from snippets.checks import count, number
 
-STRATEGIES = ("ddp", "fsdp")
+STRATEGIES = ("ddp", "fsdp", "hsdp")
+COMPARED = ("ddp", "fsdp")  # what --compare trains, in turn
 
 
 def option(default, help, *, minimum=None, choices=None):
@@ -36,7 +37,10 @@ class ModelConfig:
 @dataclass(frozen=True)
 class TrainConfig:
     strategy: str = option("ddp", "how to split", choices=STRATEGIES)
-    compare: bool = option(False, "train with every strategy in turn")
+    shard_size: int | None = option(
+        None, "HSDP: ranks per shard group; default: ranks per node", minimum=1
+    )
+    compare: bool = option(False, "train with DDP, then FSDP, and compare")
     steps: int = option(8, "optimizer steps", minimum=1)
     micro_batch: int = option(8, "sequences per rank per pass", minimum=1)
     accum_steps: int = option(1, "micro-batches per step", minimum=1)
@@ -139,8 +143,9 @@ def world_size_from_env(env=None):
     return world
 
 
-def build(args, world_size):
+def build(args, world_size, env=None):
     """TrainConfig from parsed flags; ConfigError names a bad one."""
+    env = os.environ if env is None else env
     if args.d_model % args.n_heads:
         raise ConfigError(
             f"--d-model ({args.d_model}) must be a multiple of "
@@ -165,12 +170,23 @@ def build(args, world_size):
     if args.checkpoint_every and not args.checkpoint_dir:
         raise ConfigError("--checkpoint-every needs --checkpoint-dir")
     if args.compare and args.strategy:
-        raise ConfigError("--compare trains every strategy: drop --strategy")
+        raise ConfigError("--compare trains DDP, then FSDP: drop --strategy")
+    shard = args.shard_size
+    if args.strategy == "hsdp":
+        shard = shard or int(env.get("LOCAL_WORLD_SIZE", world_size))
+        if world_size % shard:
+            raise ConfigError(
+                f"--shard-size ({shard}) must divide the world size "
+                f"({world_size}) for --strategy hsdp"
+            )
+    elif shard is not None:
+        raise ConfigError("--shard-size applies to --strategy hsdp only")
     if args.compare and args.checkpoint_dir:
         raise ConfigError("--compare cannot resume: drop --checkpoint-dir")
     values = vars(args) | {
         "accum_steps": accum or 1,
         "strategy": args.strategy or "ddp",
+        "shard_size": shard,
     }
     model = ModelConfig(
         **{f.name: values[f.name] for f in fields(ModelConfig)}
@@ -191,6 +207,6 @@ def parse(argv=None, env=None):
     p = parser()
     args = p.parse_args(argv)
     try:
-        return build(args, world_size_from_env(env))
+        return build(args, world_size_from_env(env), env)
     except ConfigError as error:
         p.error(str(error))

@@ -1,6 +1,6 @@
 """Everything that makes the model distributed, in one place.
 
-`parallelize` wraps the model for DDP or FSDP2 and attaches counters to
+`parallelize` wraps the model for DDP, FSDP2 or HSDP and attaches counters to
 its collectives, so the script measures the bytes it communicates
 instead of assuming them.
 """
@@ -11,6 +11,7 @@ from contextlib import nullcontext
 import torch
 import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -83,8 +84,9 @@ class CountingReduceScatter(CountingAllGather):
 
 
 # --8<-- [start:wrap]
-def parallelize(model, strategy, device, traffic, mixed):
-    """DDP: one replica per rank. FSDP2: shard each unit, then the root."""
+def parallelize(model, strategy, device, traffic, mixed, shard_size):
+    """DDP: one replica per rank. FSDP2: shard each unit, then the root.
+    HSDP: shard over groups of `shard_size` ranks, replicate across."""
     if strategy == "ddp":
         ids = [device.index] if device.type == "cuda" else None
         wrapped = DDP(model.to(device), device_ids=ids)
@@ -94,17 +96,29 @@ def parallelize(model, strategy, device, traffic, mixed):
         param_dtype=torch.bfloat16 if mixed else None,
         reduce_dtype=torch.float32 if mixed else None,
     )
+    world = dist.get_world_size()
+    mesh = None
+    if strategy == "hsdp":  # a 2-D mesh: (replicas, shards)
+        mesh = init_device_mesh(
+            device.type,
+            (world // shard_size, shard_size),
+            mesh_dim_names=("replicate", "shard"),
+        )
     model.to(device)
     # Embedding, blocks and head are units of their own (torchtitan
     # does the same), so the root holds no parameters and every unit
     # is gathered once in forward and once in backward.
     units = [model.embed, *model.blocks, model.head]
     for unit in units:
-        fully_shard(unit, mp_policy=policy)
-    fully_shard(model, mp_policy=policy)
+        fully_shard(unit, mesh=mesh, mp_policy=policy)
+    fully_shard(model, mesh=mesh, mp_policy=policy)
     for unit in units:
         unit.set_custom_all_gather(CountingAllGather(traffic))
         unit.set_custom_reduce_scatter(CountingReduceScatter(traffic))
+        if strategy == "hsdp":  # the replicas' all-reduce of each shard
+            unit.set_all_reduce_hook(
+                lambda reduced: traffic.add("all_reduce", reduced)
+            )
     return model
 
 

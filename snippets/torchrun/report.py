@@ -13,7 +13,6 @@ import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from snippets.ddp.allreduce import allreduce_bytes
 from snippets.zero.memory import memory_per_gpu
 
 GB = 1e9
@@ -56,6 +55,7 @@ class Run:
 
     strategy: str
     world_size: int
+    shard_size: int  # ranks that split the state: 1 (DDP) to world_size
     device: str
     compute_dtype: str
     torch: str
@@ -86,16 +86,19 @@ class Run:
 # --8<-- [end:run]
 
 
-def ring_sent(traffic, world_size):
-    """Bytes a rank sends for these collectives on a ring: 2(N-1)/N of
-    an all-reduced buffer, (N-1)/N of an all-gathered or reduce-scattered
-    one (nccl-tests' bus bandwidth)."""
-    share = (world_size - 1) / world_size
-    return share * (
-        2 * traffic["all_reduce"]
-        + traffic["all_gather"]
-        + traffic["reduce_scatter"]
-    )
+def ring_sent(traffic, shard_size, replicas):
+    """Bytes a rank sends for these collectives on rings (nccl-tests'
+    bus bandwidth): (S-1)/S of a buffer all-gathered or reduce-scattered
+    among the S ranks of its shard group, 2(R-1)/R of one all-reduced
+    among the R replicas (DDP: S = 1; FSDP: R = 1; HSDP: both)."""
+    return (shard_size - 1) / shard_size * (
+        traffic["all_gather"] + traffic["reduce_scatter"]
+    ) + 2 * (replicas - 1) / replicas * traffic["all_reduce"]
+
+
+def sent_by(r, traffic):
+    """`ring_sent` for run `r`'s groups."""
+    return ring_sent(traffic, r.shard_size, r.world_size // r.shard_size)
 
 
 # --8<-- [start:predict]
@@ -110,25 +113,23 @@ class Predicted:
 
 
 def predict(r):
-    p, world, k, b = r.params, r.world_size, r.accum_steps, r.state[0]
+    p, k, b = r.params, r.accum_steps, r.state[0]
+    shards, replicas = r.shard_size, r.world_size // r.shard_size
     state = memory_per_gpu(
-        r.strategy,
+        "zero3" if shards > 1 else "ddp",
         p,
-        world,
+        shards,
         bytes_param=b.bytes_param,
         bytes_grad=b.bytes_grad,
         bytes_optim=b.bytes_optim,
     )
     traffic = dict.fromkeys(KINDS, 0)
-    if r.strategy == "ddp":  # one all-reduce of the gradients
-        ring = allreduce_bytes(
-            p, bytes_per_grad=b.bytes_grad, world_size=world
-        )
-        traffic["all_reduce"] = round(ring["grad_GB"] * GB)
-    elif world > 1:  # ZeRO-3: gather in forward and backward, scatter
+    if shards > 1:  # ZeRO-3: gather in forward and backward, scatter
         gather = 2 if r.compute_dtype == "bf16" else b.bytes_param
         traffic["all_gather"] = 2 * k * p * gather
         traffic["reduce_scatter"] = p * b.bytes_grad
+    if replicas > 1:  # replicas all-reduce the gradient (or its shard)
+        traffic["all_reduce"] = p * b.bytes_grad // shards
     # FSDP2 skips its collectives on a single rank.
     per_micro = [dict.fromkeys(KINDS, 0) for _ in range(k)]
     for kind, value in traffic.items():
@@ -198,53 +199,55 @@ def summary(r):
             f"gradients vs one process: max diff {c.max_abs_diff:.2e} "
             f"({'ok' if c.ok else 'FAILED'}, {c.rule})"
         )
+    lines.append(f"bytes sent per rank, step: {sent_by(r, r.traffic):,.0f}")
     lines.append(f"tokens/s: {r.tokens_per_s:,.0f}")
     return "\n".join(lines)
 
 
 # --8<-- [start:table]
-def table(ddp, fsdp):
-    """Measured against predicted, DDP and FSDP: a Markdown table in MB
+def table(*measured_runs):
+    """Measured against predicted for each run: a Markdown table in MB
     (1 MB = 1e6 bytes) per rank, for one optimizer step."""
-    runs = [(r, predict(r)) for r in (ddp, fsdp)]
+    runs = [(r, predict(r)) for r in measured_runs]
+    names = [r.strategy.upper() for r in measured_runs]
 
     def mb(value):
         return "" if value is None else f"{value / MB:.3f}"
 
-    def row(label, measured, predicted=lambda m: None, unit=mb):
+    def row(label, measured, predicted=lambda m, r: None, unit=mb):
         cells = []
         for r, m in runs:
-            cells += [unit(measured(r)), unit(predicted(m))]
+            cells += [unit(measured(r)), unit(predicted(m, r))]
         return f"| {label} | " + " | ".join(cells) + " |"
 
     def sent(pick):
         return (
-            lambda r: ring_sent(pick(r.traffic, r.traffic_per_micro), world),
-            lambda m: ring_sent(pick(m.traffic, m.traffic_per_micro), world),
+            lambda r: sent_by(r, pick(r.traffic, r.traffic_per_micro)),
+            lambda m, r: sent_by(r, pick(m.traffic, m.traffic_per_micro)),
         )
 
-    world = ddp.world_size
     step = sent(lambda total, per_micro: total)
     first = sent(lambda total, per_micro: per_micro[0])
     last = sent(lambda total, per_micro: per_micro[-1])
     return "\n".join(
         [
-            "| per rank, MB | DDP measured | DDP predicted "
-            "| FSDP measured | FSDP predicted |",
-            "| --- | ---: | ---: | ---: | ---: |",
+            "| per rank, MB | "
+            + " | ".join(f"{n} measured | {n} predicted" for n in names)
+            + " |",
+            "| --- |" + " ---: |" * (2 * len(names)),
             row("parameters", lambda r: r.state[0].params),
             row("gradients", lambda r: r.state[0].grads),
             row("Adam m and v", lambda r: r.state[0].optim),
             row(
                 "state (`memory_per_gpu`)",
                 lambda r: r.state[0].total,
-                lambda m: m.state_bytes,
+                lambda m, r: m.state_bytes,
             ),
             *(
                 row(
                     f"{kind.replace('_', '-')} buffer",
                     lambda r, k=kind: r.traffic[k],
-                    lambda m, k=kind: m.traffic[k],
+                    lambda m, r, k=kind: m.traffic[k],
                 )
                 for kind in KINDS
             ),
@@ -254,7 +257,7 @@ def table(ddp, fsdp):
             row(
                 "gradient syncs (count)",
                 lambda r: max(r.syncs_per_step),
-                lambda m: m.syncs_per_step,
+                lambda m, r: m.syncs_per_step,
                 unit=lambda v: "" if v is None else str(v),
             ),
         ]

@@ -168,7 +168,8 @@ def train(cfg, device, mixed):
     if cfg.check and dist.get_rank() == 0:
         reference = build_model(cfg.model, cfg.seed)
     traffic = Traffic()
-    model = parallelize(model, cfg.strategy, device, traffic, mixed)
+    shard = {"ddp": 1, "fsdp": world}.get(cfg.strategy, cfg.shard_size)
+    model = parallelize(model, cfg.strategy, device, traffic, mixed, shard)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     start, losses = 0, []
     if cfg.checkpoint_dir:
@@ -226,6 +227,7 @@ def train(cfg, device, mixed):
     return report.Run(
         strategy=cfg.strategy,
         world_size=world,
+        shard_size=shard,
         device=device.type,
         compute_dtype="bf16" if mixed else "fp32",
         torch=torch.__version__,
@@ -315,7 +317,7 @@ def main(argv=None):
     device, backend, mixed = pick_device()
     start_process_group(backend, device, cfg.timeout, solo)
     try:
-        strategies = config.STRATEGIES if cfg.compare else [cfg.strategy]
+        strategies = config.COMPARED if cfg.compare else [cfg.strategy]
         runs = [
             train(replace(cfg, strategy=s), device, mixed) for s in strategies
         ]
