@@ -73,6 +73,8 @@ class Run:
     tokens_per_s: float
     grad_check: GradCheck | None = None
     weights_sha256: str | None = None
+    activations: dict | None = None  # activations.record, rank 0
+    model: dict | None = None  # the ModelConfig it trained
 
     @classmethod
     def from_dict(cls, d):
@@ -161,6 +163,12 @@ def problems(runs, loss_tolerance=LOSS_TOLERANCE):
             found.append(f"{r.strategy}: traffic {r.traffic}")
         if set(r.syncs_per_step) != {m.syncs_per_step}:
             found.append(f"{r.strategy}: syncs per step {r.syncs_per_step}")
+        a = r.activations
+        if a and (a["block"], a["model"]) != (
+            a["block_predicted"],
+            a["model_predicted"],
+        ):
+            found.append(f"{r.strategy}: activation bytes {a}")
         if r.grad_check and not r.grad_check.ok:
             found.append(f"{r.strategy}: gradient check {r.grad_check}")
     if len(runs) > 1 and max_loss_gap(*runs) > loss_tolerance:
@@ -198,6 +206,12 @@ def summary(r):
         lines.append(
             f"gradients vs one process: max diff {c.max_abs_diff:.2e} "
             f"({'ok' if c.ok else 'FAILED'}, {c.rule})"
+        )
+    if r.activations:
+        a = r.activations
+        lines.append(
+            f"activations per block, one micro-batch: {a['block']:,} bytes; "
+            f"predicted {a['block_predicted']:,}"
         )
     lines.append(f"bytes sent per rank, step: {sent_by(r, r.traffic):,.0f}")
     lines.append(f"tokens/s: {r.tokens_per_s:,.0f}")

@@ -15,7 +15,7 @@ import sys
 import time
 import traceback
 from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import timedelta
 
 import torch
@@ -25,7 +25,7 @@ from torch.distributed.checkpoint.state_dict import (
     get_model_state_dict,
 )
 
-from snippets.torchrun import checkpoint, config, report
+from snippets.torchrun import activations, checkpoint, config, report
 from snippets.torchrun.model import batch, build_model, loss_fn
 from snippets.torchrun.parallel import (
     Traffic,
@@ -167,6 +167,9 @@ def train(cfg, device, mixed):
     reference = None
     if cfg.check and dist.get_rank() == 0:
         reference = build_model(cfg.model, cfg.seed)
+    acts = None
+    if dist.get_rank() == 0:  # one micro-batch, before any wrapping
+        acts = activations.record(model, cfg, device, mixed)
     traffic = Traffic()
     shard = {"ddp": 1, "fsdp": world}.get(cfg.strategy, cfg.shard_size)
     model = parallelize(model, cfg.strategy, device, traffic, mixed, shard)
@@ -245,6 +248,8 @@ def train(cfg, device, mixed):
         tokens_per_s=statistics.median(rates[1:] or rates or [0.0]),
         grad_check=report.GradCheck(**grad_check) if grad_check else None,
         weights_sha256=digest,
+        activations=acts,
+        model=asdict(cfg.model),
     )
 
 
