@@ -80,16 +80,17 @@ if __name__ == "__main__":
         print(f"| {link} | {bw * 8:g} | {bw:g} |")
     # --8<-- [end:links]
 
-    # --8<-- [start:seed]
-    # The seed lesson's example: 300 TFLOP/s, "600 GB/s" NVLink, "12.5
-    # GB/s" Ethernet. 300 is 96% of an A100's 312 TFLOP/s dense bf16
-    # peak (Megatron-LM 2021 sustained 44 to 52% of it on 3072 A100s),
-    # and 600 GB/s is NVLink 3's two-way total.
+    # --8<-- [start:mistakes]
+    # Three inputs often seen in write-ups: 300 TFLOP/s sustained,
+    # "600 GB/s" for NVLink and "12.5 GB/s" for 10 Gb/s Ethernet. 300 is
+    # 96% of an A100's 312 TFLOP/s dense bf16 peak (Megatron-LM 2021
+    # sustained 44 to 52% of it on 3072 A100s); 600 GB/s is NVLink 3's
+    # two-way total; 12.5 GB/s is 100 Gb/s Ethernet.
     A100_PEAK_TFLOPS = 312
     print(f"300 TFLOP/s is {300 / A100_PEAK_TFLOPS:.0%} of the A100 peak")
     for label, bw in (
-        ("600 (two-way, as the seed)", 600),
-        ("300 (one way, correct)", 300),
+        ("600 (NVLink 3, two-way)", 600),
+        ("300 (NVLink 3, one way)", 300),
         ("12.5 (100 GbE, not 10 GbE)", 12.5),
         ("1.25 (10 GbE)", 1.25),
     ):
@@ -102,7 +103,7 @@ if __name__ == "__main__":
         f"NVLink 3 two-way / 100 GbE: {600 / 12.5:.0f}x;"
         f" / 10 GbE: {600 / 1.25:.0f}x"
     )
-    # --8<-- [end:seed]
+    # --8<-- [end:mistakes]
 
     # --8<-- [start:accum]
     for k in (1, 4, 16):
