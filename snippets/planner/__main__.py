@@ -1,0 +1,63 @@
+"""python -m snippets.planner: rank the layouts of a training job.
+
+python -m snippets.planner --preset llama3-8b --gpu h100-80gb --nodes 1
+python -m snippets.planner --config config.json --seq-len 4096
+"""
+
+import argparse
+import sys
+
+from snippets.planner.model import GPUS, MODELS, cluster, from_hf_config
+from snippets.planner.report import report
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="python -m snippets.planner",
+        description="Rank the parallel layouts of a training job.",
+    )
+    model = p.add_mutually_exclusive_group(required=True)
+    model.add_argument("--preset", choices=sorted(MODELS))
+    model.add_argument(
+        "--config", metavar="PATH", help="a Hugging Face config.json"
+    )
+    p.add_argument("--seq-len", type=int, help="tokens per sequence")
+    p.add_argument("--gpu", choices=sorted(GPUS), default="h100-80gb")
+    p.add_argument("--nodes", type=int, default=1)
+    p.add_argument("--global-batch-tokens", type=int, default=4 * 1024 * 1024)
+    p.add_argument("--micro-batch", type=int, default=1)
+    p.add_argument(
+        "--efficiency",
+        type=float,
+        default=0.5,
+        help="share of peak FLOP/s sustained while computing",
+    )
+    p.add_argument("--top", type=int, default=5, help="rows to print")
+    return p
+
+
+def main(argv=None):
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        if args.preset:
+            model = dict(MODELS[args.preset])
+            if args.seq_len:
+                model["seq_len"] = args.seq_len
+        else:
+            with open(args.config, encoding="utf-8") as f:
+                model = from_hf_config(f.read(), seq_len=args.seq_len)
+        training = {
+            "global_batch_tokens": args.global_batch_tokens,
+            "micro_batch": args.micro_batch,
+            "compute_efficiency": args.efficiency,
+        }
+        text = report(model, cluster(args.gpu, args.nodes), training, args.top)
+    except (OSError, TypeError, ValueError) as error:
+        p.error(str(error))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

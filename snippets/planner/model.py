@@ -1,0 +1,229 @@
+"""The planner's inputs: a model, a cluster and a batch, checked and
+counted; presets for a few published models and GPUs."""
+
+# --8<-- [start:model]
+import json
+from dataclasses import asdict, is_dataclass
+
+from snippets.checks import choice, count, flag, number
+
+MODEL_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
+MODEL_KEYS += ("seq_len",)
+# A gated MLP (SwiGLU, as in Llama) has three matrices of hidden x ffn;
+# GPT's MLP has two. Untied models keep separate input and output
+# embeddings.
+MODEL_DEFAULTS = {"gated": True, "tied_embeddings": False}
+CLUSTER_KEYS = ("gpus_per_node", "nodes", "gpu_memory_GB", "peak_TFLOPs")
+CLUSTER_KEYS += ("nvlink_GBps", "nics_per_node", "nic_GBps")
+TRAINING_KEYS = ("global_batch_tokens", "micro_batch")
+# compute_efficiency: the share of the peak FLOP/s the GPUs sustain
+# while they compute. It is an assumption, not a measurement.
+TRAINING_DEFAULTS = {"compute_efficiency": 0.5, "flash_attention": True}
+
+
+def as_dict(name, value, keys, defaults=()):
+    """A dict (or dataclass) with every key in `keys`; no other keys."""
+    if is_dataclass(value) and not isinstance(value, type):
+        value = asdict(value)
+    if not isinstance(value, dict):
+        raise TypeError(
+            f"{name} must be a dict or a dataclass, got {type(value).__name__}"
+        )
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name} is missing {', '.join(missing)}")
+    known = set(keys) | set(dict(defaults))
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise ValueError(
+            f"{name} has unknown keys {', '.join(unknown)}; "
+            f"it accepts {', '.join(sorted(known))}"
+        )
+    return {**dict(defaults), **value}
+
+
+def check_model(model):
+    m = as_dict("model", model, MODEL_KEYS, MODEL_DEFAULTS)
+    for key in MODEL_KEYS:
+        count(f"model.{key}", m[key])
+    flag("model.gated", m["gated"])
+    flag("model.tied_embeddings", m["tied_embeddings"])
+    if m["hidden"] % m["heads"]:
+        raise ValueError(
+            f"model.heads must divide model.hidden, "
+            f"got heads={m['heads']}, hidden={m['hidden']}"
+        )
+    if m["heads"] % m["kv_heads"]:
+        raise ValueError(
+            f"model.kv_heads must divide model.heads, "
+            f"got kv_heads={m['kv_heads']}, heads={m['heads']}"
+        )
+    return m
+
+
+def check_cluster(cluster):
+    c = as_dict("cluster", cluster, CLUSTER_KEYS)
+    for key in ("gpus_per_node", "nodes", "nics_per_node"):
+        count(f"cluster.{key}", c[key])
+    for key in ("gpu_memory_GB", "peak_TFLOPs", "nvlink_GBps", "nic_GBps"):
+        number(f"cluster.{key}", c[key])
+    return c
+
+
+def check_training(training):
+    t = as_dict("training", training, TRAINING_KEYS, TRAINING_DEFAULTS)
+    count("training.global_batch_tokens", t["global_batch_tokens"])
+    count("training.micro_batch", t["micro_batch"])
+    number("training.compute_efficiency", t["compute_efficiency"])
+    if t["compute_efficiency"] > 1:
+        raise ValueError(
+            "training.compute_efficiency must be <= 1, "
+            f"got {t['compute_efficiency']!r}"
+        )
+    flag("training.flash_attention", t["flash_attention"])
+    return t
+
+
+def parameter_count(model):
+    """Weights of a decoder: embeddings, then per layer the attention
+    (queries and output h x h; keys and values h x kv_heads x head
+    size each, which grouped-query attention makes small) and the MLP
+    (3 matrices if gated, else 2), and two norms. Biases are left out.
+    """
+    m = check_model(model)
+    h, head = m["hidden"], m["hidden"] // m["heads"]
+    attention = 2 * h * h + 2 * h * m["kv_heads"] * head
+    mlp = (3 if m["gated"] else 2) * h * m["ffn"]
+    layer = attention + mlp + 2 * h
+    embeddings = m["vocab"] * h * (1 if m["tied_embeddings"] else 2)
+    return m["layers"] * layer + embeddings + h
+
+
+HF_KEYS = {
+    "layers": "num_hidden_layers",
+    "hidden": "hidden_size",
+    "heads": "num_attention_heads",
+    "ffn": "intermediate_size",
+    "vocab": "vocab_size",
+    "seq_len": "max_position_embeddings",
+}
+
+
+def from_hf_config(text, seq_len=None):
+    """A model dict from the text of a Hugging Face config.json.
+
+    num_key_value_heads defaults to num_attention_heads (no grouped
+    queries). The MLP counts as gated when hidden_act is "silu", as in
+    Llama, Mistral and Qwen configs. `seq_len` overrides the context
+    length, which config.json gives as the longest the model allows.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"config must be JSON text, got {type(text).__name__}")
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"config.json is not valid JSON: {error.msg} at line "
+            f"{error.lineno}, column {error.colno}"
+        ) from None
+    if not isinstance(config, dict):
+        raise ValueError("config.json must hold a JSON object {...}")
+    missing = [hf for hf in HF_KEYS.values() if hf not in config]
+    if missing:
+        raise ValueError(f"config.json is missing {', '.join(missing)}")
+    model = {ours: config[hf] for ours, hf in HF_KEYS.items()}
+    model["kv_heads"] = config.get(
+        "num_key_value_heads", config["num_attention_heads"]
+    )
+    act = config.get("hidden_act", "silu")
+    model["gated"] = act in ("silu", "swiglu")
+    model["tied_embeddings"] = config.get("tie_word_embeddings", False)
+    if seq_len is not None:
+        model["seq_len"] = seq_len
+    return check_model(model)
+
+
+# --8<-- [end:model]
+
+# --8<-- [start:presets]
+MODELS = {
+    # Llama 3 (Meta, 2024): the published config.json of each size.
+    "llama3-8b": dict(
+        layers=32,
+        hidden=4096,
+        heads=32,
+        kv_heads=8,
+        ffn=14336,
+        vocab=128256,
+        seq_len=8192,
+    ),
+    "llama3-70b": dict(
+        layers=80,
+        hidden=8192,
+        heads=64,
+        kv_heads=8,
+        ffn=28672,
+        vocab=128256,
+        seq_len=8192,
+    ),
+    "llama3-405b": dict(
+        layers=126,
+        hidden=16384,
+        heads=128,
+        kv_heads=8,
+        ffn=53248,
+        vocab=128256,
+        seq_len=8192,
+    ),
+    # GPT-3 175B as Megatron-LM trains it: a 4h GELU MLP, tied
+    # embeddings, the vocabulary padded to 51,200 (arXiv 2104.04473).
+    "gpt3-175b": dict(
+        layers=96,
+        hidden=12288,
+        heads=96,
+        kv_heads=96,
+        ffn=4 * 12288,
+        vocab=51200,
+        seq_len=2048,
+        gated=False,
+        tied_embeddings=True,
+    ),
+}
+# One node of each kind: memory in GB, dense bf16 peak, NVLink one way,
+# NICs per node and GB/s each way per NIC.
+GPUS = {
+    "a100-80gb": dict(
+        gpus_per_node=8,
+        gpu_memory_GB=80,
+        peak_TFLOPs=312,
+        nvlink_GBps=300,
+        nics_per_node=8,
+        nic_GBps=25,  # HDR
+    ),
+    "h100-80gb": dict(
+        gpus_per_node=8,
+        gpu_memory_GB=80,
+        peak_TFLOPs=989,
+        nvlink_GBps=450,
+        nics_per_node=8,
+        nic_GBps=50,  # NDR
+    ),
+    "v100-32gb": dict(  # DGX-2: 16 GPUs on NVSwitch, 8 EDR NICs
+        gpus_per_node=16,
+        gpu_memory_GB=32,
+        peak_TFLOPs=125,
+        nvlink_GBps=150,
+        nics_per_node=8,
+        nic_GBps=12.5,
+    ),
+}
+
+
+def cluster(gpu, nodes):
+    """A cluster dict: `nodes` nodes of the preset `gpu`."""
+    choice("gpu", gpu, list(GPUS))
+    count("nodes", nodes)
+    return {**GPUS[gpu], "nodes": nodes}
+
+
+# --8<-- [end:presets]
