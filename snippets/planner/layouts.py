@@ -35,7 +35,7 @@ def check_layout(layout, model, cluster):
         "layout",
         layout,
         ("dp", "tp", "pp", "zero", "recompute"),
-        {"sequence_parallel": None},
+        {"sequence_parallel": None, "embedding_slots": False},
     )
     dp, tp, pp = (count(f"layout.{k}", lay[k]) for k in ("dp", "tp", "pp"))
     zero = lay["zero"]
@@ -64,7 +64,15 @@ def check_layout(layout, model, cluster):
             f"layout.tp must divide gpus_per_node ({g}) or, to span "
             f"nodes, be a multiple of it; got {tp}"
         )
-    if model["layers"] % pp:
+    # Llama 3's split: the embedding and the output layer each take a
+    # layer's place, so the first and last stages hold one layer fewer.
+    if flag("layout.embedding_slots", lay["embedding_slots"]):
+        if pp < 2 or (model["layers"] + 2) % pp:
+            raise ValueError(
+                "layout.embedding_slots needs pp >= 2 dividing model.layers"
+                f" + 2 ({model['layers'] + 2}), got pp={pp}"
+            )
+    elif model["layers"] % pp:
         raise ValueError(
             f"layout.pp must divide model.layers ({model['layers']}), got {pp}"
         )
@@ -122,8 +130,15 @@ def evaluate_layout(model, cluster, training, layout):
         recompute=recompute,
         flash_attention=t["flash_attention"],
     )
+    # Layers on the first stage (the most loaded under 1F1B), and on
+    # the fullest stage, which sets the pipeline's pace.
+    fullest = m["layers"] // pp
+    first = fullest
+    if lay["embedding_slots"]:
+        fullest = (m["layers"] + 2) // pp
+        first = fullest - 1
     acts = activation_bytes_per_gpu(
-        m["layers"], stages=pp, microbatches=micro, **layer
+        first * pp, stages=pp, microbatches=micro, **layer
     )
     if recompute == "full":  # the layer being rebuilt holds it all
         acts += activation_bytes_per_layer(**{**layer, "recompute": "none"})
@@ -148,7 +163,7 @@ def evaluate_layout(model, cluster, training, layout):
             tp, g, link, c["nics_per_node"], c["nic_GBps"]
         )
     sent = tp_bytes_per_layer(m["seq_len"], t["micro_batch"], m["hidden"], tp)
-    sent *= (1.5 if recompute == "full" else 1) * (m["layers"] // pp)
+    sent *= (1.5 if recompute == "full" else 1) * fullest
     sent *= micro
     tp_s = sent / (link * 1e9)
 

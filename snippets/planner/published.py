@@ -44,7 +44,7 @@ def megatron(billions, heads, hidden, layers, pp, gpus, batch, tflops):
         # They count 96 B s l h^2 (...) FLOPs, recomputation included;
         # without the recomputed forward pass it is 72 of the 96.
         "published_mfu": tflops * 72 / 96 / 312,
-        "published": f"{tflops} TFLOP/s per GPU with recomputation",
+        "published": f"{tflops} TFLOP/s per GPU, recomputation counted",
     }
 
 
@@ -53,10 +53,12 @@ def llama3(gpus, dp, batch_per_dp, tflops):
     recomputation at 8K tokens, FSDP sharding optimizer state and
     gradients but not the weights during a step (ZeRO-2's memory).
     Meta gave the first and last stages one layer fewer, so that the
-    embedding and the output layer each take a layer's place: the
-    planner, which cuts layers evenly, runs 128 layers."""
-    model = {**MODELS["llama3-405b"], "layers": 128}
-    layout = dict(dp=dp, tp=8, pp=16, zero=2, recompute="none")
+    embedding and the output layer each take a layer's place: 126
+    layers in 16 stages of 8 slots (embedding_slots)."""
+    model = MODELS["llama3-405b"]
+    layout = dict(
+        dp=dp, tp=8, pp=16, zero=2, recompute="none", embedding_slots=True
+    )
     training = dict(
         global_batch_tokens=dp * batch_per_dp * 8192, micro_batch=1
     )
@@ -89,7 +91,7 @@ def zero_paper():
         sequence_parallel=True,
     )
     row["job"] = "1T, ZeRO paper"
-    row["published_mfu"], row["published"] = None, "model states only"
+    row["published_mfu"], row["published"] = None, "memory only"
     return row
 
 
@@ -116,10 +118,10 @@ def check(row):
 if __name__ == "__main__":
     # --8<-- [start:demo]
     print(
-        "| job | layout | GB per GPU | card | fits | predicted MFU"
-        " | published MFU |"
+        "| job | layout | GB per GPU | card, GB | fits | predicted MFU"
+        " | published MFU | published figure |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for row in PUBLISHED:
         r = check(row)
         lay = row["layout"]
@@ -130,6 +132,7 @@ if __name__ == "__main__":
             f"| {row['job']} | tp {lay['tp']}, pp {lay['pp']}, "
             f"dp {lay['dp']}, ZeRO-{lay['zero']} | {gb:.1f} | "
             f"{row['cluster']['gpu_memory_GB']} | "
-            f"{'yes' if r['fits'] else 'no'} | {r['mfu']:.1%} | {theirs} |"
+            f"{'yes' if r['fits'] else 'no'} | {r['mfu']:.1%} | {theirs} | "
+            f"{row['published']} |"
         )
     # --8<-- [end:demo]
