@@ -140,7 +140,15 @@ def from_hf_config(text, seq_len=None):
     model["tied_embeddings"] = config.get("tie_word_embeddings", False)
     if seq_len is not None:
         model["seq_len"] = seq_len
-    return check_model(model)
+    model = check_model(model)
+    width = model["hidden"] // model["heads"]
+    if config.get("head_dim", width) != width:
+        raise ValueError(
+            f"config.json has head_dim {config['head_dim']}, not "
+            f"hidden_size / num_attention_heads = {width}: the planner "
+            "counts heads of that size only"
+        )
+    return model
 
 
 # --8<-- [end:model]
