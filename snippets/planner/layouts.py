@@ -241,8 +241,6 @@ def candidate_layouts(model, cluster, training):
             dp = gpus // (tp * pp)
             if m["layers"] % pp:
                 continue
-            if t["global_batch_tokens"] % (m["seq_len"] * dp):
-                continue
             if t["global_batch_tokens"] % (
                 m["seq_len"] * t["micro_batch"] * dp
             ):

@@ -47,12 +47,11 @@ def report(model, cluster, training, top=5):
             "",
             launch_command(model, cluster, training, best["layout"])[1],
         ]
-    if fitting and fitting[0] is not (runnable or [None])[0]:
-        parts += [
-            "",
-            "#1 needs tensor or pipeline parallelism, or ZeRO-1/2:",
-            launch_command(model, cluster, training, fitting[0]["layout"])[1],
-        ]
+    best_runnable = runnable[0] if runnable else None
+    if fitting and fitting[0] is not best_runnable:
+        mesh = launch_command(model, cluster, training, fitting[0]["layout"])
+        parts += ["", "#1 needs tensor or pipeline parallelism, or ZeRO-1/2:"]
+        parts.append(mesh[1])
     return "\n".join(parts)
 
 
