@@ -282,12 +282,13 @@ def plan_layouts(model, cluster, training):
             "the data-parallel ranks: make it a multiple of seq_len x "
             "micro_batch x the number of GPUs"
         )
+    # Fitting layouts fastest first, ties to the smaller footprint;
+    # the rest by how much memory they need.
     results.sort(
         key=lambda r: (
             not r["fits"],
-            -r["tokens_per_s"]
-            if r["fits"]
-            else r["memory_per_gpu_GB"]["total"],
+            -r["tokens_per_s"] if r["fits"] else 0,
+            r["memory_per_gpu_GB"]["total"],
         )
     )
     best = results[0]
