@@ -14,6 +14,7 @@ LESSON = (
     "accumulation",
     "comms",
     "strategy",
+    "planner",
 )
 
 
