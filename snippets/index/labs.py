@@ -19,13 +19,23 @@ LESSON = (
 
 
 def labs(root="snippets"):
-    """(page, module, first docstring line) for every lab of the lesson."""
+    """(page, module, first sentence of its docstring) for every lab of
+    the lesson; a package that runs with `-m` counts as one lab."""
     found = []
     for page in LESSON:
-        for path in sorted(Path(root, page).glob("*.py")):
+        folder = Path(root, page)
+        if (folder / "__main__.py").is_file():
+            paths = [folder / "__init__.py"]
+        else:
+            paths = sorted(folder.glob("*.py"))
+        for path in paths:
             doc = ast.get_docstring(ast.parse(path.read_text()))
-            module = ".".join(path.with_suffix("").parts)
-            found.append((page, module, doc.splitlines()[0]))
+            parts = path.with_suffix("").parts
+            module = ".".join(parts[:-1] if path.stem == "__init__" else parts)
+            first = " ".join(doc.split(". ")[0].split())
+            if not first.endswith(("?", "!", ".")):
+                first += "."
+            found.append((page, module, first))
     return found
 
 
