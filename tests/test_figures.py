@@ -1,17 +1,24 @@
 """The charts: byte-identical across builds, accessible, drawn from the
-labs; and the pipeline schedule lab they draw from."""
+labs and redrawn when a lab they import changes; and the pipeline
+schedule lab they draw from."""
 
 import hashlib
 import json
 import math
+import os
 import re
+import shutil
 import subprocess
 import sys
 from itertools import product
 
 import pytest
 
+from course import charts
 from course.fences import ROOT
+from course.figures import figure
+from snippets.comms.cost import comms_cost
+from snippets.ddp.allreduce import allreduce_bytes
 from snippets.pipeline.bubble import bubble_fraction
 from snippets.pipeline.schedule import (
     KINDS,
@@ -19,20 +26,40 @@ from snippets.pipeline.schedule import (
     peak_in_flight,
     pipeline_schedule,
 )
-
-DIGESTS = (
-    "import hashlib, json\n"
-    "from snippets.figures.plots import FIGURES, figure\n"
-    "print(json.dumps({n: hashlib.sha256(figure(n).encode()).hexdigest()"
-    " for n in FIGURES}))\n"
-)
+from snippets.zero.memory import memory_per_gpu
 
 
 @pytest.fixture(scope="module")
 def figures():
-    from snippets.figures.plots import FIGURES, figure
+    """Every chart, drawn here and now (no cache)."""
+    return {name: draw() for name, draw in charts.CHARTS.items()}
 
-    return {name: figure(name) for name in FIGURES}
+
+def project_copy(dest):
+    """course/ and snippets/ of the checkout, without caches."""
+    for folder in ("course", "snippets"):
+        shutil.copytree(
+            ROOT / folder,
+            dest / folder,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+    return dest
+
+
+def python(code, cwd, **env):
+    """Run `code` in a fresh Python whose course/ and snippets/ are the
+    ones in `cwd`; its stdout."""
+    full = {k: v for k, v in os.environ.items() if k != "CI"}
+    full.update(PYTHONPATH=str(cwd), **env)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env=full,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
 
 
 # --- the schedule lab -------------------------------------------------
@@ -105,22 +132,33 @@ def test_schedule_rejects_bad_input(kwargs, error, words):
 
 # --- the charts -------------------------------------------------------
 
+DIGESTS = (
+    "import hashlib, json\n"
+    "from course.charts import CHARTS\n"
+    "from course.figures import figure\n"
+    "print(json.dumps({n: hashlib.sha256(figure(n).encode()).hexdigest()"
+    " for n in CHARTS}))\n"
+)
 
-def test_figures_are_identical_across_two_builds(figures):
+
+def test_figures_are_identical_across_two_builds(figures, tmp_path):
     """A fresh process, as another build would be, draws the same bytes
-    as this one (matplotlib's ids and dates would differ by default)."""
-    other = subprocess.run(
-        [sys.executable, "-c", DIGESTS],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
+    as this one (matplotlib's ids and dates would differ by default).
+    It runs with CI=true, so it draws: the cache neither answers nor
+    keeps anything."""
+    project = project_copy(tmp_path)
+    other = json.loads(python(DIGESTS, project, CI="true"))
     here = {
         n: hashlib.sha256(h.encode()).hexdigest() for n, h in figures.items()
     }
-    assert json.loads(other.stdout) == here
+    assert other == here
+    assert not (project / ".cache").exists(), "CI=true stored a chart"
+
+
+def test_the_cache_gives_back_the_drawn_bytes(figures):
+    for name, html in figures.items():
+        assert figure(name) == html, name
+        assert figure(name) == html, name  # a second call, from the cache
 
 
 def test_figures_have_alt_text_title_and_caption(figures):
@@ -152,44 +190,78 @@ def test_figures_follow_the_page_colour_and_stay_small(figures):
 
 
 def test_figure_numbers_come_from_the_labs(figures):
-    from snippets.comms.cost import comms_cost
-    from snippets.ddp.allreduce import allreduce_bytes
-    from snippets.figures.plots import COMMS_JOB, P7B
-    from snippets.zero.memory import memory_per_gpu
-
-    sent = allreduce_bytes(P7B, 2, 64)["sent_per_rank_GB"]
+    p7b, job = charts.P7B, charts.COMMS_JOB
+    sent = allreduce_bytes(p7b, 2, 64)["sent_per_rank_GB"]
     assert f"{sent:g} GB with 64" in figures["allreduce-factor"]
-    ddp = memory_per_gpu("ddp", P7B, 8)
+    ddp = memory_per_gpu("ddp", p7b, 8)
     assert f"DDP needs {ddp:.0f} GB" in figures["memory"]
-    cross = comms_cost(interconnect_GBps=1, **COMMS_JOB)["crossover_GBps"]
+    cross = comms_cost(interconnect_GBps=1, **job)["crossover_GBps"]
     assert f"below {cross:.1f} GB/s" in figures["comms"]
     assert f"{bubble_fraction(4, 16):.1%}" in figures["bubble"]
     assert f"idle {bubble_fraction(4, 8):.1%}" in figures["schedule"]
 
 
 def test_unknown_figure_is_refused():
-    from snippets.figures.plots import figure
-
     with pytest.raises(ValueError, match="name must be one of 'allreduce"):
         figure("memroy")
 
 
 def test_pages_name_only_known_figures():
-    from snippets.figures.plots import FIGURES
-
     named = re.findall(
         r'figure\("([^"]+)"\)',
         "\n".join(p.read_text() for p in (ROOT / "docs").rglob("*.md")),
     )
     assert named, "no page prints a figure"
-    assert set(named) <= set(FIGURES)
+    assert set(named) <= set(charts.CHARTS)
     assert len(named) == len(set(named)), "a figure is printed twice"
 
 
-def test_a_rebuild_does_not_redraw(figures):
-    """`mkdocs serve` reruns every block after a prose edit: with the
-    labs unchanged, the charts come from memory, not from matplotlib."""
-    from snippets.figures import plots
+BUBBLE = (
+    "import sys\n"
+    "from course.figures import figure\n"
+    "html = figure('bubble')\n"
+    "print('drew' if 'matplotlib' in sys.modules else 'cached')\n"
+    "print(html)\n"
+)
+# An edit to the bubble lab that the chart shows: every fraction halved.
+HALVED = (
+    "\n_bubble_fraction = bubble_fraction\n\n\n"
+    "def bubble_fraction(*args, **kwargs):\n"
+    "    return _bubble_fraction(*args, **kwargs) / 2\n"
+)
 
-    for name, html in figures.items():
-        assert plots.figure(name) is html
+
+def test_editing_a_lab_a_chart_imports_redraws_it(tmp_path):
+    """The cache keeps a chart until a file it imports changes: a prose
+    or unrelated lab edit costs no drawing, a change to the bubble lab
+    redraws the bubble chart, with the new numbers."""
+    project = project_copy(tmp_path)
+    first = python(BUBBLE, project).split("\n", 1)
+    assert first[0] == "drew"
+    assert f"{bubble_fraction(4, 16):.1%}" in first[1]
+    unrelated = project / "snippets" / "ladder" / "split.py"
+    unrelated.write_text(unrelated.read_text() + "\n# edited\n")
+    assert python(BUBBLE, project).split("\n", 1) == ["cached", first[1]]
+    lab = project / "snippets" / "pipeline" / "bubble.py"
+    lab.write_text(lab.read_text() + HALVED)
+    drawn, html = python(BUBBLE, project).split("\n", 1)
+    assert drawn == "drew"
+    assert f"{bubble_fraction(4, 16) / 2:.1%}" in html
+    assert f"{bubble_fraction(4, 16):.1%}" not in html
+
+
+def test_a_lab_edited_while_serving_is_drawn_from_its_new_source(tmp_path):
+    """`mkdocs serve` keeps one Python: after a lab edit the chart must
+    not be drawn with the module imported before the edit."""
+    project = project_copy(tmp_path)
+    lab = project / "snippets" / "pipeline" / "bubble.py"
+    code = (
+        "import pathlib\n"
+        "from course.figures import figure\n"
+        "before = figure('bubble')\n"
+        f"lab = pathlib.Path({str(lab)!r})\n"
+        f"lab.write_text(lab.read_text() + {HALVED!r})\n"
+        "print(figure('bubble'))\n"
+    )
+    html = python(code, project)
+    assert f"{bubble_fraction(4, 16) / 2:.1%}" in html

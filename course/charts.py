@@ -1,40 +1,25 @@
-"""The site's charts, drawn at build time from the lab functions.
+"""The site's charts, drawn from the labs with matplotlib.
 
-Each chart is a function returning a `<figure>` of inline SVG; a page
-prints it from an executed block:
-
-    ```python exec="on" html="true"
-    from snippets.figures.plots import figure
-    print(figure("memory"))
-    ```
-
-Every number in a chart and its caption comes from a lab call, so a
-change to a lab redraws the chart. `figure()` remembers what it drew,
-keyed by the text of every file in snippets/, which keeps a `mkdocs
-serve` rebuild after a prose edit from redrawing anything. The cost of
-a cold build is measured by `python -m snippets.figures.bench`.
+Each function returns a `<figure>` of inline SVG whose numbers, in the
+chart and in its caption, all come from lab calls. Pages print them
+through `course.figures.figure(name)`, which caches them.
 """
 
-import hashlib
-import importlib
-import sys
 from itertools import product
-from pathlib import Path
 
 from matplotlib.patches import Patch
 
-from snippets.figures.svg import INK, PALETTE, figure_html, new_figure, style
-
-SNIPPETS = Path(__file__).resolve().parent.parent
-# Modules the charts call, in an order where each comes after its imports.
-LABS = (
-    "snippets.checks",
-    "snippets.ddp.allreduce",
-    "snippets.zero.memory",
-    "snippets.pipeline.bubble",
-    "snippets.pipeline.schedule",
-    "snippets.comms.cost",
+from course.svg import INK, PALETTE, figure_html, new_figure, style
+from snippets.comms.cost import LINKS_GBps, comms_cost
+from snippets.ddp.allreduce import allreduce_bytes
+from snippets.pipeline.bubble import bubble_fraction
+from snippets.pipeline.schedule import (
+    KINDS,
+    idle_fraction,
+    peak_in_flight,
+    pipeline_schedule,
 )
+from snippets.zero.memory import SHARDED, memory_per_gpu
 
 P7B = 7_000_000_000  # the 7B model used across the lesson
 # The job of the comms lab demo: 64-way DDP on H100s at 40% of the
@@ -48,10 +33,6 @@ COMMS_JOB = {
 WORLD_SIZES = [2**k for k in range(11)]  # 1 ... 1024
 
 
-def _lab(name):
-    return sys.modules.get(name) or importlib.import_module(name)
-
-
 def _log2_axis(ax, values):
     ax.set_xscale("log", base=2)
     ax.set_xticks(values, [str(v) for v in values])
@@ -59,12 +40,11 @@ def _log2_axis(ax, values):
 
 
 def allreduce_factor():
-    ddp = _lab("snippets.ddp.allreduce")
     sizes = [n for n in range(2, 1025) if n < 16 or n % 8 == 0]
-    sent = [ddp.allreduce_bytes(P7B, 2, n)["sent_per_rank_GB"] for n in sizes]
-    grad = ddp.allreduce_bytes(P7B, 2, 2)["grad_GB"]
-    at8 = ddp.allreduce_bytes(P7B, 2, 8)["sent_per_rank_GB"]
-    at64 = ddp.allreduce_bytes(P7B, 2, 64)["sent_per_rank_GB"]
+    sent = [allreduce_bytes(P7B, 2, n)["sent_per_rank_GB"] for n in sizes]
+    grad = allreduce_bytes(P7B, 2, 2)["grad_GB"]
+    at8 = allreduce_bytes(P7B, 2, 8)["sent_per_rank_GB"]
+    at64 = allreduce_bytes(P7B, 2, 64)["sent_per_rank_GB"]
     with style():
         fig = new_figure()
         ax = fig.add_subplot()
@@ -111,7 +91,6 @@ def allreduce_factor():
 
 
 def memory():
-    zero = _lab("snippets.zero.memory")
     gpu = 80
     names = {
         "ddp": "DDP",
@@ -120,8 +99,7 @@ def memory():
         "zero3": "ZeRO-3",
     }
     curves = {
-        s: [zero.memory_per_gpu(s, P7B, n) for n in WORLD_SIZES]
-        for s in zero.SHARDED
+        s: [memory_per_gpu(s, P7B, n) for n in WORLD_SIZES] for s in SHARDED
     }
     big = WORLD_SIZES[-1]
     with style():
@@ -178,17 +156,14 @@ def memory():
 
 
 def bubble():
-    pipe = _lab("snippets.pipeline.bubble")
     ms = [2**k for k in range(7)]  # 1 ... 64 micro-batches
     fine = sorted({round(2 ** (k / 8)) for k in range(49)})
     with style():
         fig = new_figure()
         ax = fig.add_subplot()
         for p, color in zip((4, 8), PALETTE, strict=False):
-            plain = [pipe.bubble_fraction(p, m) for m in fine]
-            inter = [
-                pipe.bubble_fraction(p, m, "interleaved", 2) for m in fine
-            ]
+            plain = [bubble_fraction(p, m) for m in fine]
+            inter = [bubble_fraction(p, m, "interleaved", 2) for m in fine]
             ax.plot(fine, plain, color=color, label=f"p={p}: GPipe and 1F1B")
             ax.plot(
                 fine,
@@ -205,8 +180,8 @@ def bubble():
         ax.grid(True)
         ax.legend(fontsize=9)
     p, m = 4, 16
-    plain = pipe.bubble_fraction(p, m)
-    inter = pipe.bubble_fraction(p, m, "interleaved", 2)
+    plain = bubble_fraction(p, m)
+    inter = bubble_fraction(p, m, "interleaved", 2)
     return figure_html(
         fig,
         name="bubble",
@@ -229,9 +204,8 @@ def bubble():
 
 
 def schedule():
-    sched = _lab("snippets.pipeline.schedule")
     p, m = 4, 8
-    runs = {k: sched.pipeline_schedule(p, m, k) for k in sched.KINDS}
+    runs = {k: pipeline_schedule(p, m, k) for k in KINDS}
     labels = {"gpipe": "GPipe", "1f1b": "1F1B"}
     colors = {"F": PALETTE[0], "B": PALETTE[1]}
     step = max(s.end for s in runs["gpipe"])
@@ -279,9 +253,9 @@ def schedule():
             bbox_to_anchor=(1, 1.45),
             ncols=2,
         )
-    idle = sched.idle_fraction(runs["1f1b"])
+    idle = idle_fraction(runs["1f1b"])
     held = {
-        k: max(sched.peak_in_flight(slots, st) for st in range(p))
+        k: max(peak_in_flight(slots, st) for st in range(p))
         for k, slots in runs.items()
     }
     return figure_html(
@@ -316,17 +290,16 @@ def _short(link):
 
 
 def comms():
-    cost = _lab("snippets.comms.cost")
-    links = cost.LINKS_GBps
+    links = LINKS_GBps
     top, bottom = max(links.values()), min(links.values())
     sweep = [top * (bottom / top) ** (k / 60) for k in range(61)]
-    runs = [cost.comms_cost(interconnect_GBps=bw, **COMMS_JOB) for bw in sweep]
+    runs = [comms_cost(interconnect_GBps=bw, **COMMS_JOB) for bw in sweep]
     compute = runs[0]["compute_s"]
     cross = runs[0]["crossover_GBps"]
     accum = 4
-    cross4 = cost.comms_cost(
-        interconnect_GBps=top, accum_steps=accum, **COMMS_JOB
-    )["crossover_GBps"]
+    cross4 = comms_cost(interconnect_GBps=top, accum_steps=accum, **COMMS_JOB)[
+        "crossover_GBps"
+    ]
     with style():
         fig = new_figure(6.4, 3.8)
         ax = fig.add_subplot()
@@ -356,7 +329,7 @@ def comms():
             ax.axvline(x, color=INK, linestyle=":", linewidth=1)
             ax.text(x, 0.012, f" {text}", fontsize=8)
         for i, (link, bw) in enumerate(links.items()):
-            t = cost.comms_cost(interconnect_GBps=bw, **COMMS_JOB)["comms_s"]
+            t = comms_cost(interconnect_GBps=bw, **COMMS_JOB)["comms_s"]
             ax.plot([bw], [t], "o", color=PALETTE[1], markersize=4)
             # The line rises to the right: above-left and below-right of
             # a point are clear of it. The two NVLinks sit close.
@@ -406,47 +379,11 @@ def comms():
     )
 
 
-FIGURES = {
+# name on the page -> function
+CHARTS = {
     "allreduce-factor": allreduce_factor,
     "memory": memory,
     "bubble": bubble,
     "schedule": schedule,
     "comms": comms,
 }
-_drawn = {}  # (name, digest of snippets/) -> HTML
-_loaded = {"digest": None}
-
-
-def _digest():
-    h = hashlib.sha256()
-    for path in sorted(SNIPPETS.rglob("*.py")):
-        h.update(path.relative_to(SNIPPETS).as_posix().encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-def figure(name):
-    """The <figure> HTML of chart `name` (one of FIGURES)."""
-    if name not in FIGURES:
-        names = ", ".join(repr(n) for n in FIGURES)
-        raise ValueError(f"name must be one of {names}; got {name!r}")
-    digest = _digest()
-    key = (name, digest)
-    if key not in _drawn:
-        if _loaded["digest"] not in (None, digest):
-            # A lab changed while `mkdocs serve` runs: load it again.
-            for module in LABS:
-                if module in sys.modules:
-                    importlib.reload(sys.modules[module])
-        _loaded["digest"] = digest
-        _drawn[key] = FIGURES[name]()
-    return _drawn[key]
-
-
-if __name__ == "__main__":
-    for name in FIGURES:
-        out = figure(name)
-        print(
-            f"{name}: {len(out.encode())} bytes, "
-            f"sha256 {hashlib.sha256(out.encode()).hexdigest()[:12]}"
-        )
