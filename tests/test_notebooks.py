@@ -21,9 +21,9 @@ import nbformat
 import pytest
 import yaml
 
+from course import notebooks
 from course.fences import ROOT
-from snippets.figures import notebooks
-from snippets.figures.notebooks import NOTEBOOKS, SITE_ONLY, export
+from course.notebooks import NOTEBOOKS, SITE_ONLY, export
 from tests.prose_numbers import (
     COMMENT,
     INLINE_CODE,
@@ -164,7 +164,7 @@ def test_download_runs_alone_and_prints_what_the_site_shows(
     assert text == export(name), "the export is not deterministic"
     nb = nbformat.reads(text, as_version=4)
     nbformat.validate(nb)
-    assert "snippets.figures" not in text and SITE_ONLY not in text
+    assert "from course" not in text and SITE_ONLY not in text
     # The harness, not the notebook: take the repository off sys.path
     # (the venv's .pth puts it there) before the first cell runs.
     guard = nbformat.v4.new_code_cell(
@@ -232,7 +232,7 @@ def test_a_build_publishes_the_download(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "index.md").write_text(
         '# Home\n\n```python exec="on" html="true"\n'
-        "from snippets.figures.notebooks import publish\n\n"
+        "from course.notebooks import publish\n\n"
         'print(publish("ms2_1"))\n```\n'
     )
     (tmp_path / "mkdocs.yml").write_text(
@@ -390,18 +390,36 @@ def test_a_notebook_page_is_identical_across_two_builds():
 
 def test_editing_a_lab_starts_a_fresh_notebook_cache(tmp_path, monkeypatch):
     """The plugin keys its cache on the notebook text only; the cache
-    directory carries a digest of snippets/, so a changed lab misses."""
+    folder is named after what the notebooks import, so a changed lab
+    misses, and a lab no notebook imports does not."""
+    import course.cache
     import course.jupyter as jupyter
 
-    lab = tmp_path / "snippets" / "lab.py"
-    lab.parent.mkdir()
-    lab.write_text("X = 1\n")
-    monkeypatch.setattr(jupyter, "ROOT", tmp_path)
-    monkeypatch.setattr(jupyter, "CACHE_ROOT", tmp_path / ".cache")
+    def write(rel, text):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+
+    write("docs/exercises/nb.py", "# %%\nfrom snippets.lab import X\n")
+    write("snippets/lab.py", "from snippets.base import Y\nX = Y\n")
+    write("snippets/base.py", "Y = 1\n")
+    write("snippets/other.py", "Z = 1\n")
+    monkeypatch.setattr(course.cache, "ROOT", tmp_path)
+    monkeypatch.setattr(jupyter, "EXERCISES", tmp_path / "docs" / "exercises")
     first = jupyter.cache_dir()
-    assert jupyter.cache_dir() == first
     pathlib.Path(first).mkdir(parents=True)
-    lab.write_text("X = 2\n")
+    write("snippets/other.py", "Z = 2\n")
+    assert jupyter.cache_dir() == first
+    write("snippets/base.py", "Y = 2\n")
     second = jupyter.cache_dir()
     assert second != first
     assert not pathlib.Path(first).exists(), "the stale cache is removed"
+
+
+def test_notebook_pages_take_the_site_code_colours():
+    """The rules for the notebook pages are a stylesheet of the site,
+    not a string the links cell sends."""
+    css = ROOT / "docs" / "assets" / "notebooks.css"
+    assert "assets/notebooks.css" in (ROOT / "mkdocs.yml").read_text()
+    rules = css.read_text(encoding="utf-8")
+    assert ".highlight-ipynb" in rules and "--md-code-hl-" in rules
+    assert "<style" not in notebooks.Links("ms2_1")._repr_html_()

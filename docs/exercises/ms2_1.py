@@ -21,7 +21,7 @@
 # answer, computed by the course labs when the site was built.
 
 # %% tags=["site-only"]
-from snippets.figures.notebooks import links
+from course.notebooks import links
 
 links("ms2_1")
 

@@ -2,36 +2,37 @@
 
 The notebooks live in git as jupytext percent files,
 docs/exercises/ms2_*.py, which import the labs from snippets/.
-mkdocs-jupyter executes and renders them at build time. A reader who
-downloads one has no snippets/ package, so `export()` builds an .ipynb
-that carries the lab files it needs (found by following the imports)
-and writes them next to itself before the first import.
+mkdocs-jupyter executes and renders them at build time (its set-up is
+course/jupyter.py). A reader who downloads one has no snippets/
+package, so `export()` builds an .ipynb that carries the lab files it
+needs (found by following the imports) and writes them next to itself
+before the first import.
 
 The build publishes that file as site/exercises/NAME.ipynb: the block
 on docs/exercises/index.md that prints the links calls `publish()`,
-which writes it into the site being built (a data: URL in the page
-would have cost ~30 kB per notebook page, whose budget mkdocs-jupyter's
-own inline CSS already mostly spends). The notebook page links to it
-from a hidden cell (`links()`). The build's own set-up for the
-notebooks (cache switch, stable cell ids) is in course.jupyter.
+which writes it into the site being built. The notebook page links to
+it from a cell tagged site-only (`links()`), whose code the page hides;
+docs/assets/notebooks.css styles the notebook pages.
 
 Colab opens notebooks from GitHub only, so the Colab link points at the
 exported copy on the repository's `notebooks` branch, which CI fills
-with `python -m snippets.figures.notebooks export DIR`.
+with `python3 -m course.notebooks export DIR`. This module uses the
+standard library only.
 
 Command line:
 
-    python -m snippets.figures.notebooks export DIR   # write DIR/*.ipynb
+    python3 -m course.notebooks export DIR   # write DIR/*.ipynb
 """
 
-import ast
 import html
 import json
 import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from course.cache import closure, imported_modules, module_file
+
+ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "docs" / "exercises"
 NOTEBOOKS = ("ms2_1", "ms2_2")
 SITE_ONLY = "site-only"  # cells that only make sense on the site
@@ -45,41 +46,22 @@ def _check_name(name):
         raise ValueError(f"name must be one of {names}; got {name!r}")
 
 
-def _imported_labs(source):
-    """Names of the snippets.* modules a piece of code imports."""
-    found = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        else:
-            continue
-        found.update(n for n in names if n.startswith("snippets."))
-    return found
-
-
 def lab_files(sources):
     """{relative path: text} of every lab the code imports, with the
     labs those labs import, in a stable order."""
-    todo = sorted(set().union(*(_imported_labs(s) for s in sources)))
-    files = {}
-    while todo:
-        module = todo.pop()
-        if module.startswith("snippets.figures"):
+    modules = set().union(*(imported_modules(s) for s in sources))
+    ours = sorted(m for m in modules if module_file(m))
+    for module in ours:
+        if not module.startswith("snippets."):
             raise ValueError(
                 f"a notebook cell outside {SITE_ONLY!r} imports {module}, "
                 "which needs the build tools; import labs only"
             )
-        rel = module.replace(".", "/") + ".py"
-        if rel in files:
-            continue
-        path = ROOT / rel
-        if not path.is_file():
-            raise ValueError(f"{module} is not a lab file ({rel} missing)")
-        files[rel] = path.read_text(encoding="utf-8")
-        todo.extend(sorted(_imported_labs(files[rel])))
-    return dict(sorted(files.items()))
+    files = closure(*ours)
+    for rel in files:
+        if not rel.startswith("snippets/"):
+            raise ValueError(f"a lab imports {rel}, which is no lab")
+    return {rel: text.decode("utf-8") for rel, text in files.items()}
 
 
 def _literal(text):
@@ -205,9 +187,10 @@ def colab_url(name):
 def _site_dir_being_built():
     """site_dir of the MkDocs build that runs this code, or None.
 
-    markdown-exec runs a block in a worker thread (course/execute.py)
-    while the build waits in `_build_page(page, config, ...)`, so look
-    for that `config` in every thread's stack.
+    The one place that asks which build is running. markdown-exec runs
+    a block in a worker thread (course/execute.py) while the build waits
+    in `_build_page(page, config, ...)`, so the build's `config` is
+    found in the stacks of the running threads.
     """
     try:
         from mkdocs.config.defaults import MkDocsConfig
@@ -233,46 +216,7 @@ def publish(name, site_dir=None):
         target = Path(site_dir) / "exercises" / f"{name}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(export(name), encoding="utf-8")
-    return Links(name, base="", style=False)._repr_html_()
-
-
-# mkdocs-jupyter styles code cells with its own Pygments colours, some
-# of which miss 4.5:1 contrast (tests/browser runs axe), and lets long
-# lines scroll in regions a keyboard cannot reach. The notebook pages
-# use the site's code colours instead (Material's variables, tuned in
-# docs/assets/extra.css) and wrap long lines. Sent with the links, the
-# first output of every notebook page.
-_CODE = ".jupyter-wrapper .highlight-ipynb"
-NOTEBOOK_CSS = f"""
-{_CODE}, {_CODE} pre, .jupyter-wrapper .jp-OutputArea-output pre {{
-  overflow: visible; white-space: pre-wrap; overflow-wrap: anywhere;
-}}
-{_CODE} {{
-  background: var(--md-code-bg-color); color: var(--md-code-fg-color);
-}}
-{_CODE} :is(.c, .ch, .cm, .c1, .cs, .sd) {{
-  color: var(--md-code-hl-comment-color); font-style: normal;
-}}
-{_CODE} :is(.k, .kc, .kd, .kn, .kp, .kr, .kt) {{
-  color: var(--md-code-hl-keyword-color);
-}}
-{_CODE} :is(.o, .ow) {{
-  color: var(--md-code-hl-operator-color); font-weight: normal;
-}}
-{_CODE} .p {{ color: var(--md-code-hl-punctuation-color); }}
-{_CODE} :is(.s, .sa, .sb, .sc, .s1, .s2, .se, .sh, .si, .sx, .sr, .ss,
-  .dl) {{ color: var(--md-code-hl-string-color); }}
-{_CODE} :is(.m, .mb, .mf, .mh, .mi, .il, .mo) {{
-  color: var(--md-code-hl-number-color);
-}}
-{_CODE} :is(.bp, .nb) {{ color: var(--md-code-hl-constant-color); }}
-{_CODE} :is(.nc, .ne, .nf, .nn, .fm) {{
-  color: var(--md-code-hl-function-color); font-weight: normal;
-}}
-{_CODE} :is(.n, .na, .nd, .ni, .nl, .no, .nt, .nv, .vc, .vg, .vi, .vm) {{
-  color: var(--md-code-hl-name-color, var(--md-code-fg-color));
-}}
-"""
+    return Links(name, base="")._repr_html_()
 
 
 class Links:
@@ -282,18 +226,15 @@ class Links:
     pages are exercises/NAME/ (MkDocs' directory URLs), hence "../".
     """
 
-    def __init__(self, name, base="../", style=True):
+    def __init__(self, name, base="../"):
         _check_name(name)
         self.name = name
         self.base = base
-        self.style = style
 
     def _repr_html_(self):
         file = f"{self.name}.ipynb"
-        css = " ".join(NOTEBOOK_CSS.split()) if self.style else ""
         return (
-            (f"<style>{css}</style>" if css else "")
-            + '<p class="notebook-links">'
+            '<p class="notebook-links">'
             f'<a download="{file}" href="{self.base}{file}">'
             f"Download {html.escape(file)}</a> (runs on its own: it "
             "carries the lab files it imports) &middot; "
