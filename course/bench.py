@@ -4,8 +4,12 @@ Figures, not assertions: targets are for people to compare against.
 - cold build: `mkdocs build --strict` into an empty directory, caches off;
 - seconds spent executing each page's code blocks during that build;
 - `mkdocs serve`: seconds from a one-word prose edit to "Reloading
-  browsers", the edit undone afterwards.
+  browsers", the edit undone afterwards;
+- the charts and the notebooks: the work a cold build does for them;
 Other parts of the site add their own figures (see `EXTRA` below).
+
+    python -m course.bench            # all of it
+    python -m course.bench parts      # charts and notebooks only
 """
 
 import collections
@@ -27,7 +31,7 @@ BIN = Path(sys.executable).parent
 EDIT_PAGE = ROOT / "docs" / "walls.md"
 EDIT = ("Two separate limits push", "Two distinct limits push")
 # Modules that print their own figures, if present.
-EXTRA = ["snippets.figures.bench", "snippets.torchrun.bench", "course.browser"]
+EXTRA = ["snippets.torchrun.bench", "course.browser"]
 EXTRA_ARGS = {"course.browser": ["weight"]}
 
 
@@ -112,6 +116,52 @@ def serve_rebuild():
     return seconds
 
 
+def bench_charts():
+    """Import matplotlib and draw every chart, as a cold build does (the
+    cache is skipped); returns (count, import s, total s, CPU s)."""
+    start, cpu = time.perf_counter(), time.process_time()
+    from course import charts
+
+    imported = time.perf_counter()
+    for draw in charts.CHARTS.values():
+        draw()
+    done = time.perf_counter()
+    cpu = time.process_time() - cpu
+    return len(charts.CHARTS), imported - start, done - start, cpu
+
+
+def bench_notebooks():
+    """Execute and render each exercise notebook as mkdocs-jupyter does
+    with its cache off; returns (count, seconds)."""
+    from mkdocs_jupyter import convert
+
+    import course.jupyter  # noqa: F401 (stable cell ids, as in the build)
+    from course.notebooks import EXERCISES, NOTEBOOKS
+
+    start = time.perf_counter()
+    for name in NOTEBOOKS:
+        convert.nb2html(
+            str(EXERCISES / f"{name}.py"),
+            execute=True,
+            kernel_name="python3",
+            allow_errors=False,
+            remove_tag_config={"remove_input_tags": ["site-only"]},
+        )
+    return len(NOTEBOOKS), time.perf_counter() - start
+
+
+def parts():
+    load = os.getloadavg()[0]
+    count, imported, total, cpu = bench_charts()
+    print(
+        f"charts:    {total:5.2f} s for {count} charts "
+        f"(matplotlib import {imported:.2f} s; CPU {cpu:.2f} s)"
+    )
+    count, total = bench_notebooks()
+    print(f"notebooks: {total:5.2f} s for {count} notebooks, executed")
+    print(f"(load average {load:.1f} on {os.cpu_count()} CPUs at the start)")
+
+
 def main():
     print(
         "make bench: seconds on this machine "
@@ -131,6 +181,8 @@ def main():
         f"serve rebuild after a one-word edit: {serve_rebuild():6.2f} s"
         "  [< 2 s]"
     )
+    print()
+    parts()
     for module in EXTRA:
         if (ROOT / Path(*module.split("."))).with_suffix(".py").exists():
             print(f"\n{module}:", flush=True)
@@ -142,4 +194,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["parts"]:
+        parts()
+    else:
+        main()
