@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import sys
-from importlib.metadata import version
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,6 +117,8 @@ def key(*roots, args=None, packages=(), root=None):
 
 @functools.cache  # the version this process imported, if it did
 def _version(package):
+    from importlib.metadata import version  # 16 ms: only when keying
+
     return version(package)
 
 
