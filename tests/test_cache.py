@@ -76,16 +76,18 @@ def test_the_key_changes_with_an_imported_lab_only(tree):
 def test_editing_a_lab_the_torchrun_run_imports_changes_its_key(
     tmp_path, monkeypatch
 ):
-    """The measurement on the torchrun page runs train.py, which reaches
-    the memory lab through report.py: its key must see that lab."""
-    shutil.copytree(
-        ROOT / "snippets",
-        tmp_path / "snippets",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
+    """The torchrun page's measurement (course/measure.py) launches
+    train.py, which reaches the memory lab through report.py: the key
+    of that run must see the lab."""
+    for folder in ("course", "snippets"):
+        shutil.copytree(
+            ROOT / folder,
+            tmp_path / folder,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
     monkeypatch.setattr(cache, "ROOT", tmp_path)
-    roots = ["snippets.torchrun.train", "snippets.torchrun.report"]
-    args = ["ddp", "--steps", "3"]
+    roots = ["snippets.torchrun.train", "course.measure"]
+    args = ["--steps=3"]
     first = cache.key(*roots, args=args, packages=["torch"])
     assert "snippets/zero/memory.py" in cache.closure(*roots)
     lab = tmp_path / "snippets" / "zero" / "memory.py"
