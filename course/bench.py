@@ -31,7 +31,7 @@ BIN = Path(sys.executable).parent
 EDIT_PAGE = ROOT / "docs" / "walls.md"
 EDIT = ("Two separate limits push", "Two distinct limits push")
 # Modules that print their own figures, if present.
-EXTRA = ["snippets.torchrun.bench", "course.browser"]
+EXTRA = ["course.measure", "course.browser"]
 EXTRA_ARGS = {"course.browser": ["weight"]}
 
 
