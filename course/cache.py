@@ -28,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OURS = ("snippets", "course")  # top-level packages whose source is keyed
+STORE = ROOT / ".cache"  # where values live
 
 
 def enabled():
@@ -127,7 +128,7 @@ def cached(namespace, label, compute, *, roots, args=None, packages=()):
     same key (see `key`). The value must survive a JSON round trip."""
     if not enabled():
         return compute()
-    folder = ROOT / ".cache" / namespace
+    folder = STORE / namespace
     path = folder / f"{label}-{key(*roots, args=args, packages=packages)}.json"
     if path.is_file():
         return json.loads(path.read_text(encoding="utf-8"))
@@ -145,7 +146,7 @@ def cached(namespace, label, compute, *, roots, args=None, packages=()):
 def directory(namespace, *, roots, packages=()):
     """.cache/NAMESPACE/KEY for a tool that keeps its own cache in a
     folder (mkdocs-jupyter); folders with another key are removed."""
-    folder = ROOT / ".cache" / namespace
+    folder = STORE / namespace
     current = folder / key(*roots, packages=packages)
     if folder.is_dir():
         for old in folder.iterdir():

@@ -3,21 +3,18 @@ with FSDP (`--compare`), on two CPU ranks.
 
 The model is smaller than the script's default so that the launch takes
 a few seconds; the ratios the page reads from it do not depend on the
-model's size. The result is cached (course/cache.py) unless CI is set.
+model's size.
 """
 
-import hashlib
-import json
-import os
 import tempfile
 import time
-from importlib.metadata import version
+from dataclasses import asdict
 from pathlib import Path
 
-from course.stress import ROOT, torchrun
+from course import cache
+from course.stress import torchrun
 from snippets.torchrun import report
 
-CACHE = ROOT / ".cache" / "torchrun"
 PAGE_ARGS = (
     "--vocab=128",
     "--seq-len=32",
@@ -51,23 +48,18 @@ def launch(args=PAGE_ARGS, nproc=2):
         return report.load(out)
 
 
-def key(args):
-    h = hashlib.sha256()
-    for path in sorted((ROOT / "snippets").rglob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    h.update(json.dumps(list(args)).encode())
-    h.update(version("torch").encode())
-    return h.hexdigest()[:16]
-
-
 def measure(args=PAGE_ARGS):
-    """`launch`, cached unless the environment variable CI is set."""
-    path = CACHE / f"{key(args)}.json"
-    if path.is_file() and not os.environ.get("CI"):
-        return report.load(path)
-    runs = launch(args)
-    report.dump(runs, path)
-    return runs
+    """`launch`, through the build's cache (off when CI is set): keyed
+    on train.py and every lab it imports, the flags and torch."""
+    data = cache.cached(
+        "torchrun",
+        "compare",
+        lambda: [asdict(r) for r in launch(args)],
+        roots=["snippets.torchrun.train", "course.measure"],
+        args=list(args),
+        packages=["torch"],
+    )
+    return [report.Run.from_dict(d) for d in data]
 
 
 def main():

@@ -14,6 +14,7 @@ from course.fences import ROOT
 def tree(tmp_path, monkeypatch):
     """A small project: `write("snippets/a.py", text)` adds a file."""
     monkeypatch.setattr(cache, "ROOT", tmp_path)
+    monkeypatch.setattr(cache, "STORE", tmp_path / ".cache")
     monkeypatch.delenv("CI", raising=False)
 
     def write(rel, text):
