@@ -4,15 +4,16 @@ markdown-exec turns an exception in a block into a warning and a page
 that shows the traceback. This formatter stops the build instead, with
 the page, the line of the block and the exception's last line, and it
 also stops a block that runs longer than its time limit. It is wired in
-mkdocs.yml as the superfences formatter for `python` and `pycon`.
+mkdocs.yml as the superfences formatter for `python` and `pycon`;
+course/hooks.py tells it which page is being built.
 """
 
 import json
 import os
-import sys
 import textwrap
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from markdown_exec import ExecutionError, base_format
@@ -34,23 +35,30 @@ class SnippetError(SuperFencesException):
     plain code, so the error must be a SuperFencesException.)"""
 
 
-def _current_page():
-    frame = sys._getframe()
-    while frame is not None:
-        page = frame.f_locals.get("page")
-        if page is not None and hasattr(page, "file"):
-            return page
-        frame = frame.f_back
-    return None
+@dataclass
+class Building:
+    page: object  # mkdocs.structure.pages.Page
+    config: object  # mkdocs.config.defaults.MkDocsConfig
+
+
+# The page MkDocs is rendering, set by course/hooks.py; None otherwise.
+building = None
+
+
+def _page():
+    """'docs/page.md' for the page being built."""
+    if building is None:
+        return "<unknown page>"
+    docs = Path(building.config.docs_dir).name
+    return f"{docs}/{building.page.file.src_uri}"
 
 
 def _locate(source):
     """'docs/page.md:LINE' for the block whose expanded code is `source`."""
-    page = _current_page()
-    if page is None:
-        return "<unknown page>"
-    path = Path(page.file.abs_src_path)
-    where = f"docs/{page.file.src_uri}"
+    where = _page()
+    if building is None:
+        return where
+    path = Path(building.page.file.abs_src_path)
     wanted = textwrap.dedent(source).strip()
     for fence in python_fences(path.read_text(encoding="utf-8")):
         try:
@@ -106,10 +114,9 @@ def _record_timing(source, seconds):
     """Append a block's run time to $COURSE_EXEC_TIMINGS (for make bench)."""
     path = os.environ.get("COURSE_EXEC_TIMINGS")
     if path:
-        page = _current_page()
-        name = f"docs/{page.file.src_uri}" if page else "<unknown page>"
         with open(path, "a", encoding="utf-8") as log:
-            log.write(json.dumps({"page": name, "seconds": seconds}) + "\n")
+            log.write(json.dumps({"page": _page(), "seconds": seconds}))
+            log.write("\n")
 
 
 def formatter(source, language, css_class, options, md, **kwargs):
