@@ -71,7 +71,7 @@ screenshots: $(STAMP) browser ## Screenshot every page, light and dark, into scr
 
 .PHONY: update-outputs
 update-outputs: $(STAMP) ## Re-record what the code blocks in docs/ print
-	$(BIN)/pytest tests/test_docs.py --update-outputs -q -k test_block
+	$(BIN)/pytest tests/test_docs.py --update-outputs -q
 
 .PHONY: format
 format: $(STAMP) ## Format code, snippets and tests with ruff

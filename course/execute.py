@@ -3,9 +3,10 @@
 markdown-exec turns an exception in a block into a warning and a page
 that shows the traceback. This formatter stops the build instead, with
 the page, the line of the block and the exception's last line, and it
-also stops a block that runs longer than its time limit. It is wired in
-mkdocs.yml as the superfences formatter for `python` and `pycon`;
-course/hooks.py tells it which page is being built.
+also stops a block that runs longer than its time limit. mkdocs.yml
+wires it as the superfences formatter for python and pycon, and
+course/hooks.py tells it which page is being built. The docs tests run
+blocks with `run`, as the build does.
 """
 
 import json
@@ -18,21 +19,19 @@ from pathlib import Path
 
 from markdown_exec import ExecutionError, base_format
 
-# markdown-exec's own runners (pinned version; tests/test_build.py
-# checks that a raising and a hanging block both stop the build).
+# The site's only use of markdown-exec internals (its version is pinned
+# in pyproject.toml). The public API formats a whole block but exposes
+# neither the function that runs its code nor the one that reads a pycon
+# transcript: the build needs them to put a time limit around a block,
+# the tests to run a block exactly as the build does. tests/test_build.py
+# and tests/test_docs.py fail if either changes.
 from markdown_exec._internal.formatters.pycon import _transform_source
 from markdown_exec._internal.formatters.python import _run_python
 from pymdownx.superfences import SuperFencesException
 
-from course.fences import expand, python_fences
+from course.fences import PYTHON, expand, fences
 
 DEFAULT_TIMEOUT_S = 60.0
-
-
-class SnippetError(SuperFencesException):
-    """A code block failed: the build must stop. (superfences swallows
-    any other exception a formatter raises and prints the fence as
-    plain code, so the error must be a SuperFencesException.)"""
 
 
 @dataclass
@@ -43,6 +42,72 @@ class Building:
 
 # The page MkDocs is rendering, set by course/hooks.py; None otherwise.
 building = None
+
+
+class SnippetError(SuperFencesException):
+    """A code block failed: the build must stop. (superfences swallows
+    any other exception a formatter raises and prints the fence as
+    plain code, so the error must be a SuperFencesException.)"""
+
+
+def pycon_code(transcript):
+    """The Python code of a pycon block: its `>>>` and `...` lines."""
+    return _transform_source(transcript)[0]
+
+
+def time_limit(extra, where):
+    """Seconds a block may run: its timeout="..." option (taken out of
+    `extra`), else $SNIPPET_TIMEOUT, else 60."""
+    value = (
+        extra.pop("timeout", None)
+        or os.environ.get("SNIPPET_TIMEOUT")
+        or DEFAULT_TIMEOUT_S
+    )
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise SnippetError(
+            f"{where()}: timeout (or SNIPPET_TIMEOUT) must be a positive "
+            f"number of seconds, got {value!r}"
+        )
+    return seconds
+
+
+def run(code, *, limit, where, **options):
+    """Run Python `code` with markdown-exec's runner and return what it
+    printed. A block that raises, or still runs after `limit` seconds,
+    is a SnippetError that starts with `where()`, its location."""
+    outcome = {}
+
+    def target():
+        try:
+            outcome["output"] = _run_python(code, **options)
+        except BaseException as error:  # reported below
+            outcome["error"] = error
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(limit)
+    if worker.is_alive():
+        raise SnippetError(
+            f"{where()}: code block still running after {limit:g} s "
+            f'(time limit; set timeout="..." on the fence or '
+            f"SNIPPET_TIMEOUT to change it)"
+        )
+    error = outcome.get("error")
+    if isinstance(error, ExecutionError):
+        cause = error.__cause__
+        last = (
+            f"{type(cause).__name__}: {cause}"
+            if cause
+            else str(error).strip().splitlines()[-1]
+        )
+        raise SnippetError(f"{where()}: code block raised {last}") from error
+    if error is not None:
+        raise error
+    return outcome["output"]
 
 
 def _page():
@@ -58,86 +123,48 @@ def _locate(source):
     where = _page()
     if building is None:
         return where
-    path = Path(building.page.file.abs_src_path)
+    text = Path(building.page.file.abs_src_path).read_text(encoding="utf-8")
     wanted = textwrap.dedent(source).strip()
-    for fence in python_fences(path.read_text(encoding="utf-8")):
+    for fence in fences(text):
+        if fence.language not in PYTHON:
+            continue
         try:
-            code = expand(fence.body)
-        except Exception:
+            code = expand(fence.source, building.config)
+        except Exception:  # an include that fails is not this block
             continue
         if textwrap.dedent(code).strip() == wanted:
             return f"{where}:{fence.line}"
     return where
 
 
-def _limit(extra):
-    value = extra.pop("timeout", None) or os.environ.get("SNIPPET_TIMEOUT")
-    return float(value) if value else DEFAULT_TIMEOUT_S
-
-
-def _strict_run(source, limit):
-    def run(code, **kwargs):
-        outcome = {}
-
-        def target():
-            try:
-                outcome["output"] = _run_python(code, **kwargs)
-            except BaseException as error:  # reported below
-                outcome["error"] = error
-
-        worker = threading.Thread(target=target, daemon=True)
-        worker.start()
-        worker.join(limit)
-        if worker.is_alive():
-            raise SnippetError(
-                f"{_locate(source)}: code block still running after "
-                f'{limit:g} s (time limit; set timeout="..." on the fence '
-                f"or SNIPPET_TIMEOUT to change it)"
-            )
-        error = outcome.get("error")
-        if isinstance(error, ExecutionError):
-            cause = error.__cause__
-            last = (
-                f"{type(cause).__name__}: {cause}"
-                if cause
-                else str(error).strip().splitlines()[-1]
-            )
-            raise SnippetError(f"{_locate(source)}: code block raised {last}")
-        if error is not None:
-            raise error
-        return outcome["output"]
-
-    return run
-
-
-def _record_timing(source, seconds):
-    """Append a block's run time to $COURSE_EXEC_TIMINGS (for make bench)."""
-    path = os.environ.get("COURSE_EXEC_TIMINGS")
-    if path:
-        with open(path, "a", encoding="utf-8") as log:
-            log.write(json.dumps({"page": _page(), "seconds": seconds}))
-            log.write("\n")
-
-
 def formatter(source, language, css_class, options, md, **kwargs):
     """Superfences formatter: run the block, stop the build on failure."""
     started = time.perf_counter()
-    try:
-        return _format(source, language, options, md)
-    finally:
-        _record_timing(source, time.perf_counter() - started)
+    options = {**options, "extra": dict(options.get("extra", {}))}
 
+    def where():
+        return _locate(source)
 
-def _format(source, language, options, md):
-    options = dict(options)
-    options["extra"] = dict(options.get("extra", {}))
-    limit = _limit(options["extra"])
     transform = _transform_source if language == "pycon" else None
-    return base_format(
-        language=language,
-        run=_strict_run(source, limit),
-        code=source,
-        md=md,
-        transform_source=transform,
-        **options,
-    )
+    try:
+        limit = time_limit(options["extra"], where)
+        return base_format(
+            language=language,
+            run=lambda code, **kw: run(code, limit=limit, where=where, **kw),
+            code=source,
+            md=md,
+            transform_source=transform,
+            **options,
+        )
+    except SnippetError:
+        raise
+    except Exception as error:  # superfences would print the fence as code
+        raise SnippetError(f"{where()}: {error!r}") from error
+    finally:
+        # Each block's run time goes to $COURSE_EXEC_TIMINGS (make bench).
+        log = os.environ.get("COURSE_EXEC_TIMINGS")
+        if log:
+            seconds = time.perf_counter() - started
+            with open(log, "a", encoding="utf-8") as out:
+                out.write(json.dumps({"page": _page(), "seconds": seconds}))
+                out.write("\n")

@@ -1,88 +1,79 @@
-"""Find the Python fences of a page and expand their snippet includes.
+"""The one way this site finds the fenced blocks of a page.
 
-Shared by the build (to name the line of a failing block) and the tests
-(to count fences independently of sybil's lexer).
+sybil's Markdown fence lexer, with an info pattern that takes the whole
+info string (its stock Python parser wants the language alone and skips
+```python exec="on"``` without a word). Used by the build, to name the
+line of a failing block (course/execute.py), by the docs tests
+(tests/docblocks.py) and by the prose-numbers check.
 """
 
+import functools
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import markdown
+from mkdocs.config import load_config
+from sybil import Document
+from sybil.parsers.markdown.lexers import RawFencedCodeBlockLexer
 
 ROOT = Path(__file__).resolve().parent.parent
-PYTHON_LANGUAGES = ("python", "py", "pycon")
-
-# Must match pymdownx.snippets in mkdocs.yml; tests/test_site_config.py checks.
-SNIPPETS_CONFIG = {
-    "base_path": ["."],
-    "check_paths": True,
-    "dedent_subsections": True,
-}
-
-FENCE_RE = re.compile(
-    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$"
+PYTHON = {"python", "py", "pycon"}
+LEXER = RawFencedCodeBlockLexer(
+    info_pattern=re.compile(
+        r"[ \t]*\.?(?P<language>[\w#.+-]*)[ \t]*(?P<info>[^\n]*)$\n", re.M
+    )
 )
 
 
-@dataclass
-class Fence:
+class Fence(NamedTuple):
+    start: int  # offset of the opening fence's line
+    end: int  # offset just after the closing fence
     line: int  # 1-based line of the opening fence
-    indent: str
     language: str
-    info: str  # the whole info string, language included
-    body: str  # as written, indentation removed
-
-    @property
-    def attrs(self):
-        return dict(re.findall(r'(\w+)="([^"]*)"', self.info))
-
-    @property
-    def executed(self):
-        return self.attrs.get("exec", "").lower() in {"on", "1", "true", "yes"}
+    info: str  # the info string after the language: the fence's options
+    source: str  # the body, its indentation removed
 
 
 def fences(text):
-    """Every fenced block of a Markdown text, in order (nested ones too)."""
-    lines = text.split("\n")
-    found, i = [], 0
-    while i < len(lines):
-        m = FENCE_RE.match(lines[i])
-        if not m or not m["info"].strip() and m["fence"][0] == "~":
-            i += 1
+    """The fenced blocks of a Markdown text, in order. A fence inside
+    another one is text, as it is to Markdown, and is left out."""
+    found = []
+    for region in sorted(LEXER(Document(text, "")), key=lambda r: r.start):
+        if found and region.start < found[-1].end:
             continue
-        indent, fence, info = m["indent"], m["fence"], m["info"].strip()
-        body, j = [], i + 1
-        while j < len(lines):
-            close = FENCE_RE.match(lines[j])
-            if (
-                close
-                and close["fence"][0] == fence[0]
-                and len(close["fence"]) >= len(fence)
-                and not close["info"].strip()
-            ):
-                break
-            body.append(
-                lines[j][len(indent) :]
-                if lines[j].startswith(indent)
-                else lines[j].lstrip()
+        lexemes = region.lexemes
+        line = text.count("\n", 0, region.start) + 1
+        found.append(
+            Fence(
+                region.start,
+                region.end,
+                line,
+                lexemes["language"],
+                lexemes["info"],
+                str(lexemes["source"]),
             )
-            j += 1
-        language = info.split()[0].split("{")[0] if info else ""
-        found.append(Fence(i + 1, indent, language, info, "\n".join(body)))
-        i = j + 1
+        )
     return found
 
 
-def python_fences(text):
-    return [f for f in fences(text) if f.language in PYTHON_LANGUAGES]
+@functools.cache
+def site_config():
+    """mkdocs.yml, as MkDocs reads it."""
+    return load_config(str(ROOT / "mkdocs.yml"))
 
 
-def expand(body, root=ROOT):
-    """Resolve `--8<--` include lines exactly as pymdownx.snippets does."""
-    config = dict(SNIPPETS_CONFIG, base_path=[str(root)])
+def expand(source, config=None):
+    """Resolve `--8<--` lines as pymdownx.snippets does in the build of
+    `config` (default: mkdocs.yml), base paths taken from its folder."""
+    config = config or site_config()
+    options = dict(config.mdx_configs["pymdownx.snippets"])
+    folder = Path(config.config_file_path).parent
+    options["base_path"] = [
+        str(folder / path) for path in options.get("base_path", ["."])
+    ]
     md = markdown.Markdown(
         extensions=["pymdownx.snippets"],
-        extension_configs={"pymdownx.snippets": config},
+        extension_configs={"pymdownx.snippets": options},
     )
-    return "\n".join(md.preprocessors["snippet"].run(body.split("\n")))
+    return "\n".join(md.preprocessors["snippet"].run(source.split("\n")))

@@ -1,15 +1,15 @@
-"""Sybil parser for every Python fence in docs/, with recorded outputs.
+"""A sybil parser for the Python fences of docs/, with recorded outputs.
 
-A fence is collected whatever its info string: ```python, ```py and
-```pycon, with or without markdown-exec attributes. Its `--8<--` include
-lines are expanded as pymdownx.snippets does at build time, and it runs
-with markdown-exec's own runner, so a block prints here exactly what
-it prints on the page. Blocks with the same `session` share globals,
-as they do in the build; other blocks start from empty globals.
+Each ```python, ```py or ```pycon fence is found by course.fences (as in
+the build), its options are read by markdown-exec's own validator, its
+`--8<--` lines are expanded with the build's snippets configuration,
+and it runs through course.execute.run, so it prints here what it
+prints on the page. Blocks with the same `session` share globals, as
+in the build. A pycon block the build does not run is a doctest.
 
 What a block prints is recorded right after its closing fence, in an
-HTML comment that readers never see (a block with `html="true"`, such as
-a figure, is recorded as a digest of its HTML):
+HTML comment readers never see (a block with `html="true"`, such as a
+figure, is recorded as a digest of its HTML):
 
     <!-- output
     what the block printed
@@ -24,37 +24,23 @@ import difflib
 import doctest
 import hashlib
 import re
-import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from markdown_exec._internal.formatters.pycon import _transform_source
-from markdown_exec._internal.formatters.python import (
-    _run_python,
-    _sessions_globals,
-)
+from markdown_exec import validator
+from pymdownx.superfences import RE_OPTIONS
 from sybil import Region
-from sybil.parsers.markdown.lexers import RawFencedCodeBlockLexer
 
-from course.fences import ROOT, expand
+from course import execute
+from course.fences import PYTHON, ROOT, expand, fences
 
-INFO = re.compile(
-    r"(?P<language>python|py|pycon)(?:[ \t]+(?P<attrs>[^\n]*))?$\n",
-    re.MULTILINE,
-)
+PAGES = sorted((ROOT / "docs").rglob("*.md"))
 RECORD = re.compile(
-    r"\n(?:[ \t]*\n)*(?P<indent>[ \t]*)<!-- output(?P<body>\n.*?)?"
-    r"\n[ \t]*-->",
+    r"\n(?:[ \t]*\n)*(?P<indent>[ \t]*)<!-- output(?P<body>\n.*?)?\n[ \t]*-->",
     re.DOTALL,
 )
-SKIP = re.compile(r"[ \t]*<!-- skip: (?P<reason>.+?) -->[ \t]*$")
-
-
-class UpdateLog:
-    """Outputs seen while `--update-outputs` is on, keyed by file."""
-
-    enabled = False
-    changes: dict = {}
+SKIP = re.compile(r"<!-- skip: (?P<reason>.+?) -->")
+updates = None  # a list of (block, output) under --update-outputs
 
 
 @dataclass
@@ -62,195 +48,154 @@ class Block:
     path: Path
     line: int
     language: str
-    attrs: dict
-    source: str  # as written in the page
-    fence_end: int  # offset just after the closing fence
+    source: str
+    executed: bool
+    options: dict  # as markdown-exec's validator reads the fence
     indent: str
-    skip: str | None = None
-    record: str | None = None  # recorded output, None when absent
-    record_span: tuple | None = None
-    done: set = field(default_factory=set)
+    end: int  # offset just after the closing fence
+    record_end: int  # offset just after the record, or `end`
+    record: str | None  # what the page records; None: no record
+    skip: str | None
 
     @property
     def id(self):
         return f"{self.path.relative_to(ROOT).as_posix()}:{self.line}"
 
-    @property
-    def session(self):
-        return self.attrs.get("session") or None
 
-    @property
-    def executed(self):
-        return self.attrs.get("exec", "").lower() in {"on", "1", "true", "yes"}
-
-    def code(self):
-        return expand(self.source)
-
-
-def parse_attrs(text):
-    return dict(re.findall(r'(\w+)="([^"]*)"', text or ""))
-
-
-class DocBlockParser:
-    lexer = RawFencedCodeBlockLexer(info_pattern=INFO)
-
-    def __call__(self, document):
-        path = Path(document.path)
-        text = document.text
-        for region in self.lexer(document):
-            opening_line = text.count("\n", 0, region.start) + 1
-            line_start = text.rfind("\n", 0, region.start) + 1
-            indent = re.match(r"[ \t]*", text[line_start:]).group()
-            previous = text[:line_start].rstrip("\n").rsplit("\n", 1)[-1]
-            skip = SKIP.fullmatch(previous)
-            block = Block(
-                path=path,
-                line=opening_line,
-                language=region.lexemes["language"],
-                attrs=parse_attrs(region.lexemes.get("attrs")),
-                source=str(region.lexemes["source"]),
-                fence_end=region.end,
-                indent=indent,
-                skip=skip["reason"] if skip else None,
-            )
-            end = region.end
-            record = RECORD.match(text, region.end)
-            if record and record["indent"] == indent:
-                body = (record["body"] or "\n")[1:].split("\n")
-                block.record = "\n".join(
-                    ln[len(indent) :] if ln.startswith(indent) else ln.lstrip()
-                    for ln in body
-                )
-                block.record_span = (region.end, record.end())
-                end = record.end()
-            yield Region(region.start, end, parsed=block, evaluator=evaluate)
-
-
-def _run(block, document):
-    code = block.code()
-    if block.language == "pycon":
-        if not block.executed:
-            return _doctest(block, code)
-        code, _ = _transform_source(code)
-    session = None
-    if block.session:
-        session = f"tests:{block.path.name}:{block.session}"
-        started = document.namespace.setdefault("sessions", set())
-        if session not in started:
-            _sessions_globals.pop(session, None)
-            started.add(session)
-    return _run_python(code, session=session, title=block.id)
-
-
-def _doctest(block, code):
-    parser = doctest.DocTestParser()
-    test = parser.get_doctest(code, {}, block.id, str(block.path), block.line)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    out = []
-    runner.run(test, out=out.append)
-    if runner.failures:
-        raise AssertionError("".join(out))
-    return ""
+def parse(document):
+    """sybil parser: one Region per Python fence, its record included."""
+    text = document.text
+    for fence in fences(text):
+        if fence.language not in PYTHON:
+            continue
+        values = {
+            m["key"]: m["key"] if m["value"] is None else m["value"]
+            for m in RE_OPTIONS.finditer(fence.info)
+        }
+        options = {}
+        executed = validator(fence.language, values, options, {}, None)
+        indent = re.match(r"[ \t]*", text[fence.start :]).group()
+        before = text[: fence.start].rstrip().rsplit("\n", 1)[-1].strip()
+        skip = SKIP.fullmatch(before)
+        record = RECORD.match(text, fence.end)
+        if record and record["indent"] != indent:
+            record = None
+        body = record and (record["body"] or "\n")[1:].split("\n")
+        block = Block(
+            path=Path(document.path),
+            line=fence.line,
+            language=fence.language,
+            source=fence.source,
+            executed=executed,
+            options=options,
+            indent=indent,
+            end=fence.end,
+            record_end=record.end() if record else fence.end,
+            record=body and "\n".join(ln.removeprefix(indent) for ln in body),
+            skip=skip and skip["reason"],
+        )
+        yield Region(fence.start, block.record_end, block, evaluate)
 
 
 def evaluate(example):
-    block = example.parsed
-    document = example.document
+    block, document = example.parsed, example.document
     if block.skip:
+        if block.executed:
+            return f"{block.id}: the build runs this block; it cannot skip"
         return None
-    # Run the earlier blocks of the same session first, once, so that one
-    # block selected on its own sees the state the page gives it.
-    done = document.namespace.setdefault("done", set())
-    if block.session:
-        for earlier in document.namespace["blocks"]:
-            if earlier is block:
-                break
-            if earlier.session == block.session and earlier.id not in done:
-                done.add(earlier.id)
-                _run(earlier, document)
-    done.add(block.id)
-    output = recordable(block, _run(block, document).rstrip("\n"))
-    if UpdateLog.enabled:
-        if output != (block.record or "") or (output and block.record is None):
-            UpdateLog.changes.setdefault(block.path, []).append(
-                (block, output)
-            )
-        return None
-    return check(block, output)
-
-
-def recordable(block, output):
-    """What the record holds: the text a block prints, or for an HTML
-    block (a figure's SVG, say) a digest of it, which no reader needs
-    to review line by line but any change still breaks."""
-    if block.attrs.get("html", "").lower() in {"1", "true", "yes", "on"}:
-        if not output:
-            return output
+    session = block.options.get("session")
+    page = block.path.stem
+    if page == "index" and block.path.parent != ROOT / "docs":
+        page = block.path.parent.name
+    if session and not re.fullmatch(rf"{re.escape(page)}(-[\w-]+)?", session):
+        return (
+            f"{block.id}: markdown-exec sessions are shared by every page; "
+            f"name this one after its page ({page!r} or {page!r}-something)"
+        )
+    # Run the earlier blocks of the session first, once, so that a block
+    # selected on its own (pytest -k) sees the state the page gives it.
+    ran = document.namespace.setdefault("ran", set())
+    for _, region in document.regions:
+        earlier = region.parsed
+        if earlier is block:
+            break
+        same = session and earlier.options.get("session") == session
+        if same and not earlier.skip and earlier.id not in ran:
+            ran.add(earlier.id)
+            run(earlier, document)
+    ran.add(block.id)
+    output = run(block, document).rstrip("\n")
+    if block.options.get("html") and output:
+        size = len(output.encode())
         digest = hashlib.sha256(output.encode()).hexdigest()
-        return f"html sha256:{digest} ({len(output.encode())} bytes)"
-    return output
-
-
-def check(block, output):
+        output = f"html sha256:{digest} ({size} bytes)"
+    if updates is not None:
+        if output != (block.record or ""):
+            updates.append((block, output))
+        return None
     if block.record is None:
         if output:
             return (
-                f"{block.id}: this block prints but the page has no recorded "
-                f"output after it. Run `make update-outputs` to record:\n"
-                f"{output}"
+                f"{block.id}: this block prints, but the page records no "
+                f"output after it. `make update-outputs` records:\n{output}"
             )
-        return None
-    if output != block.record:
-        diff = "\n".join(
-            difflib.unified_diff(
-                block.record.split("\n"),
-                output.split("\n"),
-                fromfile=f"{block.id} (recorded)",
-                tofile=f"{block.id} (live)",
-                lineterm="",
-            )
+    elif output != block.record:
+        diff = difflib.unified_diff(
+            block.record.split("\n"),
+            output.split("\n"),
+            f"{block.id} (recorded)",
+            f"{block.id} (live)",
+            lineterm="",
         )
         return (
-            f"{block.id}: output drifted from the record in the page. "
-            f"If the change is intended, run `make update-outputs`.\n{diff}"
+            f"{block.id}: output drifted from the record in the page. If "
+            f"the change is intended, run `make update-outputs`.\n"
+            + "\n".join(diff)
         )
     return None
 
 
-def render_record(block, output):
-    lines = ["<!-- output", *output.split("\n"), "-->"]
-    return "\n".join((block.indent + ln) if ln else ln for ln in lines)
+def run(block, document):
+    """What the block prints, run as the build runs it."""
+    code = expand(block.source)
+    if block.language == "pycon" and not block.executed:
+        parser = doctest.DocTestParser()
+        test = parser.get_doctest(code, {}, block.id, block.id, block.line)
+        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+        report = []
+        runner.run(test, out=report.append)
+        assert not runner.failures, "".join(report)
+        return ""
+    if block.language == "pycon":
+        code = execute.pycon_code(code)
+    session = block.options.get("session")
+    extra = dict(block.options.get("extra", {}))
+
+    def where():
+        return block.id
+
+    return execute.run(
+        code,
+        limit=execute.time_limit(extra, where),
+        where=where,
+        # this parse of the page gets sessions of its own
+        session=session and f"{id(document)}:{session}",
+        title=block.id,
+    )
 
 
-def apply_updates(changes=None):
-    """Rewrite the records of changed blocks; leave every other byte."""
-    changes = UpdateLog.changes if changes is None else changes
-    written = []
-    for path, items in changes.items():
+def apply_updates(changes):
+    """Rewrite the records of changed blocks; leave every other byte.
+    Yields each page rewritten."""
+    pages = {}
+    for block, output in changes:
+        pages.setdefault(block.path, []).append((block, output))
+    for path, items in pages.items():
         text = path.read_text(encoding="utf-8")
-        for block, output in sorted(
-            items, key=lambda item: item[0].fence_end, reverse=True
-        ):
-            if block.record_span:
-                start, end = block.record_span
-                new = "\n\n" + render_record(block, output) if output else ""
-                text = text[:start] + new + text[end:]
-            elif output:
-                at = block.fence_end
-                text = (
-                    text[:at]
-                    + "\n\n"
-                    + render_record(block, output)
-                    + text[at:]
-                )
+        for block, output in sorted(items, key=lambda i: -i[0].end):
+            lines = ["<!-- output", *output.split("\n"), "-->"]
+            record = "\n".join(block.indent + ln if ln else ln for ln in lines)
+            new = "\n\n" + record if output else ""
+            text = text[: block.end] + new + text[block.record_end :]
         path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
-
-
-def main_update_message(paths):
-    for path in paths:
-        print(
-            f"updated recorded outputs in {path.relative_to(ROOT)}",
-            file=sys.stderr,
-        )
+        yield path

@@ -19,11 +19,10 @@ import math
 import re
 from dataclasses import dataclass
 
-import yaml
+from mkdocs.utils.meta import get_data
 
-from course.fences import expand, fences
+from course.fences import PYTHON, expand, fences
 
-FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.DOTALL)
 COMMENT = re.compile(r"<!--(.*?)-->", re.DOTALL)
 INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
 LINK_TARGET = re.compile(r"\]\([^)]*\)|\]\[[^\]]*\]|^\s*\[[^\]]+\]:.*$", re.M)
@@ -55,24 +54,18 @@ class Figure:
 
 
 def split_page(text):
-    """(front matter dict, prose with code blanked, list of source texts)."""
-    meta = {}
-    match = FRONT_MATTER.match(text)
-    if match:
-        meta = yaml.safe_load(match.group(1)) or {}
-        text = "\n" * match.group(0).count("\n") + text[match.end() :]
-    lines = text.split("\n")
-    sources = []
+    """(front matter, prose with code blanked, list of source texts)."""
+    body, meta = get_data(text)  # as MkDocs reads it
+    text = "\n" * (text.count("\n") - body.count("\n")) + body
+    sources, prose, done = [], [], 0
     for fence in fences(text):
-        body = fence.body
-        if fence.language in ("python", "py", "pycon"):
-            body = expand(body)
         if fence.language != "math":
-            sources.append(body)
-        n = fence.body.count("\n") + 1
-        for i in range(fence.line - 1, min(fence.line + n + 1, len(lines))):
-            lines[i] = ""
-    prose = "\n".join(lines)
+            code = fence.source
+            sources.append(expand(code) if fence.language in PYTHON else code)
+        blank = "\n" * text.count("\n", fence.start, fence.end)
+        prose += [text[done : fence.start], blank]
+        done = fence.end
+    prose = "".join(prose) + text[done:]
 
     def keep_comment(match):
         body = match.group(1)

@@ -3,10 +3,8 @@
 import pytest
 
 from course.fences import ROOT
-from tests.conftest import doc_pages
+from tests.docblocks import PAGES
 from tests.prose_numbers import split_page, untraced
-
-PAGES = doc_pages()
 
 
 @pytest.mark.parametrize(
