@@ -4,7 +4,7 @@ markdown-exec turns an exception in a block into a warning and a page
 that shows the traceback. This formatter stops the build instead, with
 the page, the line of the block and the exception's last line, and it
 also stops a block that runs longer than its time limit. mkdocs.yml
-wires it as the superfences formatter for python and pycon, and
+wires it as the superfences formatter for python, py and pycon, and
 course/hooks.py tells it which page is being built. The docs tests run
 blocks with `run`, as the build does.
 """

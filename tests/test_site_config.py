@@ -28,7 +28,7 @@ def test_build_is_strict_and_makes_no_third_party_requests():
 def test_python_fences_run_through_the_strict_formatter():
     fences = CONFIG.mdx_configs["pymdownx.superfences"]["custom_fences"]
     by_name = {fence["name"]: fence["format"] for fence in fences}
-    for language in ("python", "pycon"):
+    for language in ("python", "py", "pycon"):
         assert by_name[language] is execute.formatter, language
 
 
