@@ -195,6 +195,18 @@ def test_a_fence_can_set_its_own_time_limit(test_site):
     assert "code block still running after 2 s" in log, log
 
 
+def test_a_time_limit_that_is_not_a_number_stops_the_build(test_site):
+    bad = '```python exec="on" timeout="soon"\nprint(1)\n```\n'
+    result, _, _ = test_site({"bad.md": PAGE_BEFORE + bad})
+    log = result.stdout + result.stderr
+    assert result.returncode != 0, f"the build passed:\n{log}"
+    line = PAGE_BEFORE.count("\n") + 1
+    assert (
+        f"docs/bad.md:{line}: timeout (or SNIPPET_TIMEOUT) must be a "
+        "positive number of seconds, got 'soon'"
+    ) in log, log
+
+
 def test_a_passing_block_builds(test_site):
     """The control: the same test site builds when nothing fails."""
     ok = '```python exec="on" session="ok"\nprint(6 * 7)\n```\n'
