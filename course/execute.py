@@ -123,13 +123,16 @@ def _locate(source):
     where = _page()
     if building is None:
         return where
+    config = building.config
+    snippets = config.mdx_configs.get("pymdownx.snippets", {})
+    folder = Path(config.config_file_path).resolve().parent
     text = Path(building.page.file.abs_src_path).read_text(encoding="utf-8")
     wanted = textwrap.dedent(source).strip()
     for fence in fences(text):
         if fence.language not in PYTHON:
             continue
         try:
-            code = expand(fence.source, building.config)
+            code = expand(fence.source, snippets, folder)
         except Exception:  # an include that fails is not this block
             continue
         if textwrap.dedent(code).strip() == wanted:

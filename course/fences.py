@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import markdown
-from mkdocs.config import load_config
+from mkdocs.utils.yaml import yaml_load
 from sybil import Document
 from sybil.parsers.markdown.lexers import RawFencedCodeBlockLexer
 
@@ -58,17 +58,21 @@ def fences(text):
 
 
 @functools.cache
-def site_config():
-    """mkdocs.yml, as MkDocs reads it."""
-    return load_config(str(ROOT / "mkdocs.yml"))
+def snippets_options():
+    """pymdownx.snippets' options in mkdocs.yml, read by MkDocs' own YAML
+    loader. (load_config would also load the theme and set up every
+    extension: material's emoji index alone takes a tenth of a second.)"""
+    with open(ROOT / "mkdocs.yml", "rb") as file:
+        for item in yaml_load(file)["markdown_extensions"]:
+            if isinstance(item, dict) and "pymdownx.snippets" in item:
+                return item["pymdownx.snippets"] or {}
+    raise LookupError("mkdocs.yml does not enable pymdownx.snippets")
 
 
-def expand(source, config=None):
-    """Resolve `--8<--` lines as pymdownx.snippets does in the build of
-    `config` (default: mkdocs.yml), base paths taken from its folder."""
-    config = config or site_config()
-    options = dict(config.mdx_configs["pymdownx.snippets"])
-    folder = Path(config.config_file_path).parent
+def expand(source, options=None, folder=ROOT):
+    """Resolve `--8<--` lines as pymdownx.snippets does with `options`
+    (default: mkdocs.yml's), its base paths taken under `folder`."""
+    options = dict(snippets_options() if options is None else options)
     options["base_path"] = [
         str(folder / path) for path in options.get("base_path", ["."])
     ]

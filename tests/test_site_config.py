@@ -2,10 +2,12 @@
 
 import re
 
-from course import execute
-from course.fences import ROOT, site_config
+from mkdocs.config import load_config
 
-CONFIG = site_config()
+from course import execute
+from course.fences import ROOT
+
+CONFIG = load_config(str(ROOT / "mkdocs.yml"))
 
 
 def nav_pages(nav):
