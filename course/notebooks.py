@@ -185,24 +185,14 @@ def colab_url(name):
 
 
 def _site_dir_being_built():
-    """site_dir of the MkDocs build that runs this code, or None.
-
-    The one place that asks which build is running. markdown-exec runs
-    a block in a worker thread (course/execute.py) while the build waits
-    in `_build_page(page, config, ...)`, so the build's `config` is
-    found in the stacks of the running threads.
-    """
+    """site_dir of the MkDocs build that runs this code, or None: the
+    build's hooks (course/hooks.py) name it in course.execute."""
     try:
-        from mkdocs.config.defaults import MkDocsConfig
-    except ImportError:  # not building: a reader's or a test's Python
+        from course import execute
+    except ImportError:  # not building: a reader's or a notebook's Python
         return None
-    for frame in sys._current_frames().values():
-        while frame is not None:
-            config = frame.f_locals.get("config")
-            if isinstance(config, MkDocsConfig):
-                return Path(config.site_dir)
-            frame = frame.f_back
-    return None
+    building = execute.building
+    return Path(building.config.site_dir) if building else None
 
 
 def publish(name, site_dir=None):

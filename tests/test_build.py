@@ -251,12 +251,12 @@ def test_two_clean_builds_are_identical(tmp_path):
     each built into a fresh site/: every file must match byte for byte,
     so no output depends on the time, the machine or the path.
 
-    The notebooks are executed and rendered fresh in both builds (their
-    cache is left out). The torchrun measurement is read from the
-    checkout's cache in .cache/torchrun (CI unset), to keep this test
-    short: what that block prints is compared with its recorded output
-    by tests/test_docs.py, fresh in CI, and tests/test_train.py runs
-    the script itself.
+    The notebooks are executed and rendered fresh in both builds, and
+    the charts drawn fresh (their caches are left out). The torchrun
+    measurement is read from the checkout's cache in .cache/torchrun
+    (CI unset), to keep this test short: what that block prints is
+    compared with its recorded output by tests/test_docs.py, fresh in
+    CI, and tests/test_train.py runs the script itself.
     """
     env = {"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, "CI": None}
     first = copy_project(tmp_path / "first", with_docs=True)
@@ -271,7 +271,10 @@ def test_two_clean_builds_are_identical(tmp_path):
             shutil.copytree(
                 first,
                 second,
-                ignore=shutil.ignore_patterns("site", "mkdocs-jupyter"),
+                # both builds draw their own charts and run notebooks
+                ignore=shutil.ignore_patterns(
+                    "site", "mkdocs-jupyter", "figures"
+                ),
             )
         result, seconds = mkdocs_build(project, env=env)
         assert result.returncode == 0, result.stdout + result.stderr

@@ -20,8 +20,9 @@ import nbclient
 import nbformat
 import pytest
 import yaml
+from mkdocs.config import load_config
 
-from course import notebooks
+from course import jupyter, notebooks
 from course.fences import ROOT
 from course.notebooks import NOTEBOOKS, SITE_ONLY, export
 from tests.prose_numbers import (
@@ -187,13 +188,9 @@ def test_download_runs_alone_and_prints_what_the_site_shows(
 
 
 def colab(name):
-    slug = re.search(
-        r"^repo_url: https://github.com/(\S+)$",
-        (ROOT / "mkdocs.yml").read_text(),
-        re.M,
-    ).group(1)
+    slug = site_config().repo_url.removeprefix("https://github.com/")
     return (
-        f"https://colab.research.google.com/github/{slug}/blob/"
+        f"https://colab.research.google.com/github/{slug.strip('/')}/blob/"
         f"{notebooks.COLAB_BRANCH}/{name}.ipynb"
     )
 
@@ -240,6 +237,7 @@ def test_a_build_publishes_the_download(tmp_path):
             """\
             site_name: t
             strict: true
+            hooks: [HOOKS]
             plugins:
               - markdown-exec:
                   languages: [tree]
@@ -251,7 +249,7 @@ def test_a_build_publishes_the_download(tmp_path):
                       validator: !!python/name:markdown_exec.validator
                       format: !!python/name:course.execute.formatter
             """
-        )
+        ).replace("HOOKS", str(ROOT / "course" / "hooks.py"))
     )
     subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-q"],
@@ -272,18 +270,12 @@ def test_export_command_writes_every_notebook(tmp_path):
         assert (tmp_path / f"{name}.ipynb").read_text() == export(name)
 
 
-def plugin_config():
-    class Loader(yaml.SafeLoader):
-        pass
+def site_config():
+    return load_config(str(ROOT / "mkdocs.yml"))
 
-    Loader.add_multi_constructor(
-        "tag:yaml.org,2002:python/", lambda loader, suffix, node: suffix
-    )
-    config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=Loader)
-    for entry in config["plugins"]:
-        if isinstance(entry, dict) and "mkdocs-jupyter" in entry:
-            return entry["mkdocs-jupyter"]
-    raise AssertionError("mkdocs-jupyter is not in mkdocs.yml plugins")
+
+def plugin_config():
+    return site_config().plugins["mkdocs-jupyter"].config
 
 
 def test_plugin_executes_strictly_and_only_the_exercises():
@@ -292,8 +284,8 @@ def test_plugin_executes_strictly_and_only_the_exercises():
     assert config["execute"] is True
     assert config["allow_errors"] is False
     assert config["remove_tag_config"] == {"remove_input_tags": [SITE_ONLY]}
-    assert config["cache"] == "object/apply:course.jupyter.cache"
-    assert config["cache_dir"] == "object/apply:course.jupyter.cache_dir"
+    assert config["cache"] == jupyter.cache()
+    assert config["cache_dir"] == jupyter.cache_dir()
     assert config["no_prompt"] is True
     # links("NAME") says "../NAME.ipynb": the pages are exercises/NAME/
     assert "use_directory_urls: false" not in (ROOT / "mkdocs.yml").read_text()
