@@ -1,0 +1,232 @@
+"""snippets/pipeline/: the bubble of GPipe, 1F1B and interleaved
+schedules, by formula and by a slot-by-slot simulation."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from snippets.pipeline.bubble import SCHEDULES, bubble_fraction, megatron_ratio
+from snippets.pipeline.schedule import (
+    KINDS,
+    idle_fraction,
+    peak_in_flight,
+    pipeline_schedule,
+)
+from tests import lab_inputs as inputs
+from tests.lab_inputs import PROFILE, REL, small_count
+
+
+@pytest.mark.parametrize(
+    ("m", "percent"), [(1, "75.0%"), (4, "42.9%"), (16, "15.8%"), (64, "4.5%")]
+)
+def test_gpipe_bubble_of_four_stages(m, percent):
+    fraction = bubble_fraction(4, m)
+    assert f"{fraction:.1%}" == percent
+    assert fraction == pytest.approx(3 / (m + 3))
+
+
+@pytest.mark.parametrize("p", [1, 2, 4, 8])
+@pytest.mark.parametrize("m", [1, 4, 16, 64])
+def test_1f1b_idles_as_long_as_gpipe(p, m):
+    assert bubble_fraction(p, m, "1f1b") == bubble_fraction(p, m, "gpipe")
+
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+@pytest.mark.parametrize("m", [1, 4, 16, 64])
+def test_megatron_ratio_is_p_minus_1_over_m(p, m):
+    """Megatron-LM 2021 sec. 2.2: bubble / ideal time = (p - 1) / m."""
+    ratio = megatron_ratio(bubble_fraction(p, m))
+    assert ratio == pytest.approx((p - 1) / m, rel=1e-12)
+
+
+@pytest.mark.parametrize("v", [1, 2, 4])
+@pytest.mark.parametrize("m", [1, 8, 32])
+def test_interleaved_ratio_is_p_minus_1_over_v_m(v, m):
+    p = 4
+    fraction = bubble_fraction(p, m, schedule="interleaved", chunks=v)
+    assert megatron_ratio(fraction) == pytest.approx((p - 1) / (v * m))
+
+
+def test_interleaved_with_one_chunk_is_gpipe():
+    assert bubble_fraction(4, 8, "interleaved", 1) == bubble_fraction(4, 8)
+
+
+def test_megatron_ratio_edges():
+    assert megatron_ratio(0) == 0
+    assert megatron_ratio(0.0) == 0
+    assert megatron_ratio(0.5) == 1
+    assert megatron_ratio(0.75) == pytest.approx(3)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("p", "m"), [(1, 1), (2, 3), (4, 8), (4, 16)])
+def test_simulated_schedule_idles_as_the_formula_says(kind, p, m):
+    """With backward = 2 x forward (the default), the slot-by-slot
+    schedule idles exactly (p - 1) / (m + p - 1) of the step."""
+    slots = pipeline_schedule(p, m, kind)
+    assert idle_fraction(slots) == pytest.approx(bubble_fraction(p, m, kind))
+    assert len(slots) == 2 * p * m
+
+
+def test_1f1b_keeps_at_most_p_microbatches_in_flight():
+    gpipe, one_f_one_b = (pipeline_schedule(4, 8, k) for k in KINDS)
+    assert [peak_in_flight(gpipe, s) for s in range(4)] == [8] * 4
+    assert [peak_in_flight(one_f_one_b, s) for s in range(4)] == [4, 3, 2, 1]
+
+
+def test_one_stage_has_no_bubble():
+    for schedule in SCHEDULES:
+        assert bubble_fraction(1, 4, schedule) == 0
+
+
+def test_chunks_need_the_interleaved_schedule():
+    for schedule in ("gpipe", "1f1b"):
+        with pytest.raises(ValueError, match=rf"\bchunks\b.*{schedule}"):
+            bubble_fraction(4, 8, schedule=schedule, chunks=2)
+
+
+# --- for any valid input ---------------------------------------------------
+
+
+@PROFILE
+@given(
+    small_count,
+    small_count,
+    st.sampled_from(SCHEDULES),
+    st.integers(min_value=1, max_value=16),
+)
+def test_bubble_is_a_fraction_that_falls_with_microbatches(p, m, sched, v):
+    v = v if sched == "interleaved" else 1
+    now = bubble_fraction(p, m, sched, v)
+    more = bubble_fraction(p, m + 1, sched, v)
+    assert 0 <= now < 1
+    if p == 1:
+        assert now == more == 0
+    else:
+        assert 0 < more < now
+
+
+@PROFILE
+@given(small_count, small_count, st.integers(min_value=1, max_value=16))
+def test_interleaving_never_idles_longer(p, m, v):
+    gpipe = bubble_fraction(p, m)
+    inter = bubble_fraction(p, m, "interleaved", v)
+    assert inter <= gpipe
+    assert bubble_fraction(p, m, "1f1b") == gpipe
+    if p > 1 and v > 1:
+        assert inter < gpipe
+
+
+@PROFILE
+@given(small_count, small_count, st.integers(min_value=1, max_value=16))
+def test_megatron_ratio_converts_the_fraction(p, m, v):
+    fraction = bubble_fraction(p, m, "interleaved", v)
+    ratio = megatron_ratio(fraction)
+    assert ratio == pytest.approx((p - 1) / (v * m), rel=REL, abs=1e-15)
+    # ... and back: ratio / (1 + ratio) is the fraction again.
+    assert ratio / (1 + ratio) == pytest.approx(fraction, rel=REL, abs=1e-15)
+
+
+# --- bad input -------------------------------------------------------------
+
+SCHEDULE_BAD = [
+    ("GPipe", ValueError),
+    ("1F1B", ValueError),
+    ("zero-bubble", ValueError),
+    ("", ValueError),
+    (None, TypeError),
+    (1, TypeError),
+]
+SCHEDULE = inputs.Kind(SCHEDULE_BAD, allowed=SCHEDULES)
+SLOT_KIND = inputs.Kind(SCHEDULE_BAD, allowed=KINDS)  # pipeline_schedule's
+# a fraction in [0, 1): the bubble fraction
+FRACTION = inputs.Kind(
+    [
+        (-0.1, ValueError),
+        (1, ValueError),
+        (1.5, ValueError),
+        *inputs.NOT_FINITE,
+        *inputs.NOT_A_NUMBER,
+    ]
+)
+# the slots of one step, as pipeline_schedule returns them
+SLOTS = inputs.Kind(
+    [
+        ([], ValueError),
+        (None, TypeError),
+        (4, TypeError),
+        ("FB", TypeError),
+        ([(0, 0, 1, "F", 0)], TypeError),
+    ]
+)
+# a stage of the 4-stage schedule below: an int in 0..3
+STAGE = inputs.Kind(
+    [
+        (-1, ValueError),
+        (4, ValueError),
+        (99, ValueError),
+        (1.0, TypeError),
+        ("0", TypeError),
+        (None, TypeError),
+        (True, TypeError),
+    ]
+)
+FOUR_STAGES = pipeline_schedule(4, 8)
+BAD_INPUT = [
+    (
+        "bubble_fraction",
+        bubble_fraction,
+        {"stages": 4, "microbatches": 8, "schedule": "interleaved"},
+        {
+            "stages": inputs.COUNT,
+            "microbatches": inputs.COUNT,
+            "schedule": SCHEDULE,
+            "chunks": inputs.COUNT,
+        },
+    ),
+    (
+        "pipeline_schedule",
+        pipeline_schedule,
+        {"stages": 4, "microbatches": 8, "schedule": "1f1b"},
+        {
+            "stages": inputs.COUNT,
+            "microbatches": inputs.COUNT,
+            "schedule": SLOT_KIND,
+            "forward": inputs.COUNT,
+            "backward": inputs.COUNT,
+        },
+    ),
+    ("idle_fraction", idle_fraction, {"slots": FOUR_STAGES}, {"slots": SLOTS}),
+    (
+        "peak_in_flight",
+        peak_in_flight,
+        {"slots": FOUR_STAGES, "stage": 0},
+        {"slots": SLOTS, "stage": STAGE},
+    ),
+    (
+        "megatron_ratio",
+        megatron_ratio,
+        {"fraction": 0.5},
+        {"fraction": FRACTION},
+    ),
+]
+
+
+@pytest.mark.parametrize(inputs.FIELDS, inputs.bad_cases(BAD_INPUT))
+def test_bad_input_is_refused_by_name(
+    function, valid, argument, value, error, allowed
+):
+    inputs.assert_refused(function, valid, argument, value, error, allowed)
+
+
+def test_every_argument_has_bad_inputs():
+    inputs.assert_every_argument_has_bad_inputs(BAD_INPUT, "pipeline")
+
+
+@PROFILE
+@given(st.integers(max_value=0))
+def test_any_count_below_one_is_refused(bad):
+    with pytest.raises(ValueError, match="stages"):
+        bubble_fraction(bad, 4)
+    with pytest.raises(ValueError, match="microbatches"):
+        bubble_fraction(4, bad)

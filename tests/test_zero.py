@@ -1,0 +1,264 @@
+"""snippets/zero/: model-state memory per GPU and traffic per rank under
+DDP, ZeRO-1/2/3 and FSDP, against the ZeRO paper."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from snippets.ddp.allreduce import allreduce_bytes
+from snippets.zero.memory import ALIASES, SHARDED, memory_per_gpu
+from snippets.zero.traffic import COLLECTIVES, comm_bytes
+from tests import lab_inputs as inputs
+from tests.lab_inputs import (
+    PROFILE,
+    REL,
+    byte_size,
+    many,
+    not_a_size,
+    optim_bytes,
+    params,
+    world,
+)
+
+B7 = 7_000_000_000
+B7_5 = 7_500_000_000
+RUNGS = list(SHARDED)  # ddp, zero1, zero2, zero3: the order plan climbs
+
+
+def paper_formula(strategy, psi, n, k=12):
+    """ZeRO paper sec. 5, in bytes (psi parameters, N ranks, K bytes)."""
+    return {
+        "ddp": (4 + k) * psi,
+        "zero1": 4 * psi + k * psi / n,
+        "zero2": 2 * psi + (2 + k) * psi / n,
+        "zero3": (4 + k) * psi / n,
+    }[strategy]
+
+
+@pytest.mark.parametrize("strategy", list(SHARDED))
+@pytest.mark.parametrize("n", [1, 2, 4, 8, 16, 64, 256, 1024])
+@pytest.mark.parametrize("psi", [1, 7_500_000_000, 128_000_000_000, 10**12])
+def test_memory_matches_paper_formulas(strategy, n, psi):
+    got = memory_per_gpu(strategy, psi, n)
+    want = paper_formula(strategy, psi, n) / 1e9
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("k", [0, 4, 12, 14])
+def test_memory_formulas_hold_for_any_optimizer_bytes(k):
+    for strategy in SHARDED:
+        got = memory_per_gpu(strategy, B7_5, 64, bytes_optim=k)
+        want = paper_formula(strategy, B7_5, 64, k) / 1e9
+        assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_zero_paper_figure_1():
+    """7.5B parameters, N = 64, K = 12: 120, 31.4, 16.6 and 1.9 GB."""
+    row = {s: memory_per_gpu(s, B7_5, 64) for s in SHARDED}
+    assert row["ddp"] == 120
+    assert f"{row['zero1']:.1f}" == "31.4"
+    assert f"{row['zero2']:.1f}" == "16.6"
+    assert f"{row['zero3']:.1f}" == "1.9"
+
+
+# Table 1 of the ZeRO paper: per-device model-state GB against the DP
+# degree, for 7.5B, 128B and 1T parameters. The table itself was not in
+# the reference material this project could search, so these cells are
+# derived from the sec. 5 formulas (GB = 1e9 bytes) and written to one
+# decimal at most; the 7.5B row at N = 64 is Figure 1, checked above.
+TABLE_1 = {
+    # psi: {N: (zero1, zero2, zero3)}
+    7_500_000_000: {
+        1: ("120", "120", "120"),
+        4: ("52.5", "41.3", "30"),
+        16: ("35.6", "21.6", "7.5"),
+        64: ("31.4", "16.6", "1.88"),
+        256: ("30.4", "15.4", "0.47"),
+        1024: ("30.1", "15.1", "0.12"),
+    },
+    128_000_000_000: {
+        1: ("2048", "2048", "2048"),
+        4: ("896", "704", "512"),
+        16: ("608", "368", "128"),
+        64: ("536", "284", "32"),
+        256: ("518", "263", "8"),
+    },
+    1_000_000_000_000: {
+        1: ("16000", "16000", "16000"),
+        4: ("7000", "5500", "4000"),
+        16: ("4750", "2875", "1000"),
+        64: ("4187.5", "2218.8", "250"),
+        256: ("4046.9", "2054.7", "62.5"),
+        1024: ("4011.7", "2013.7", "15.6"),
+    },
+}
+TABLE_1_CELLS = [
+    (psi, n, strategy, printed)
+    for psi, rows in TABLE_1.items()
+    for n, cells in rows.items()
+    for strategy, printed in zip(
+        ("zero1", "zero2", "zero3"), cells, strict=True
+    )
+]
+
+
+@pytest.mark.parametrize(("psi", "n", "strategy", "printed"), TABLE_1_CELLS)
+def test_zero_paper_table_1(psi, n, strategy, printed):
+    """Equal at the printed precision; a tie such as 41.25 may print
+    either way (the paper rounds half up, Python's format to even)."""
+    half_unit = 0.5 * 10.0 ** -len(printed.partition(".")[2])
+    got = memory_per_gpu(strategy, psi, n)
+    assert abs(got - float(printed)) <= half_unit * (1 + 1e-9)
+
+
+def test_limits_are_4x_8x_and_nx():
+    """The paper's 4x, 8x and N x savings are limits as N grows."""
+    ddp = memory_per_gpu("ddp", B7_5, 10**9)
+    assert ddp / memory_per_gpu("zero1", B7_5, 10**9) == pytest.approx(
+        4, rel=1e-6
+    )
+    assert ddp / memory_per_gpu("zero2", B7_5, 10**9) == pytest.approx(
+        8, rel=1e-6
+    )
+    for n in (8, 64, 1000):
+        assert ddp / memory_per_gpu("zero3", B7_5, n) == pytest.approx(n)
+    assert ddp / memory_per_gpu("zero1", B7_5, 64) < 4
+
+
+@pytest.mark.parametrize("n", [1, 8, 64])
+def test_fsdp_is_zero3(n):
+    assert ALIASES == {"fsdp": "zero3"}
+    assert memory_per_gpu("fsdp", B7, n) == memory_per_gpu("zero3", B7, n)
+
+
+def test_one_rank_shards_nothing():
+    values = {memory_per_gpu(s, B7, 1) for s in [*SHARDED, *ALIASES]}
+    assert values == {112.0}
+
+
+def test_zero_optimizer_bytes_is_allowed():
+    assert memory_per_gpu("ddp", B7, 8, bytes_optim=0) == 28
+
+
+@pytest.mark.parametrize("n", [2, 8, 64])
+def test_traffic_zero3_is_one_and_a_half_ddp(n):
+    """ZeRO paper sec. 7: 2 psi for DDP, ZeRO-1 and ZeRO-2; 3 psi for
+    ZeRO-3 (an all-gather in forward, another in backward, and a
+    reduce-scatter)."""
+    ddp = comm_bytes("ddp", B7, n)
+    assert ddp == pytest.approx(allreduce_bytes(B7, 2, n)["sent_per_rank_GB"])
+    assert comm_bytes("zero1", B7, n) == ddp
+    assert comm_bytes("zero2", B7, n) == ddp
+    assert comm_bytes("zero3", B7, n) == pytest.approx(1.5 * ddp)
+    assert comm_bytes("fsdp", B7, n) == comm_bytes("zero3", B7, n)
+    assert set(COLLECTIVES) == set(SHARDED)
+
+
+# --- for any valid input ---------------------------------------------------
+
+
+@PROFILE
+@given(params, world, byte_size, byte_size, optim_bytes)
+def test_zero3_times_n_is_ddp(psi, n, bp, bg, bo):
+    per_gpu = memory_per_gpu("zero3", psi, n, bp, bg, bo)
+    whole = memory_per_gpu("ddp", psi, n, bp, bg, bo)
+    assert per_gpu * n == pytest.approx(whole, rel=REL)
+    assert memory_per_gpu("fsdp", psi, n, bp, bg, bo) == per_gpu
+
+
+@PROFILE
+@given(params, many, byte_size, byte_size, optim_bytes)
+def test_each_stage_holds_no_more_than_the_one_before(psi, n, bp, bg, bo):
+    row = [memory_per_gpu(s, psi, n, bp, bg, bo) for s in RUNGS]
+    for before, after in zip(row, row[1:], strict=False):
+        assert after <= before * (1 + REL)
+    # Sharding something that has a size saves memory (when it is not
+    # lost in the rounding of the sum: a 1e-284-byte optimizer is).
+    assert row[3] < row[0]
+    if bo > 1e-6 * (bp + bg):
+        assert row[1] < row[0]
+
+
+@PROFILE
+@given(params, byte_size, byte_size, optim_bytes)
+def test_one_rank_shards_nothing_for_any_sizes(psi, bp, bg, bo):
+    row = {memory_per_gpu(s, psi, 1, bp, bg, bo) for s in RUNGS}
+    assert max(row) == pytest.approx(min(row), rel=REL)
+
+
+@PROFILE
+@given(params, world, st.integers(min_value=2, max_value=1000))
+def test_memory_is_linear_in_the_parameters(psi, n, k):
+    for s in RUNGS:
+        assert memory_per_gpu(s, psi * k, n) == pytest.approx(
+            k * memory_per_gpu(s, psi, n), rel=REL
+        )
+
+
+# --- bad input -------------------------------------------------------------
+
+STRATEGY = inputs.Kind(
+    [
+        ("zero4", ValueError),
+        ("ZeRO-3", ValueError),
+        ("DDP", ValueError),
+        ("", ValueError),
+        (" ddp", ValueError),
+        (None, TypeError),
+        (3, TypeError),
+        (b"ddp", TypeError),
+        (["ddp"], TypeError),
+    ],
+    allowed=(*SHARDED, *ALIASES),
+)
+BAD_INPUT = [
+    (
+        "memory_per_gpu",
+        memory_per_gpu,
+        {"strategy": "zero2", "params": B7, "world_size": 8},
+        {
+            "strategy": STRATEGY,
+            "params": inputs.POSITIVE,
+            "world_size": inputs.COUNT,
+            "bytes_param": inputs.POSITIVE,
+            "bytes_grad": inputs.POSITIVE,
+            "bytes_optim": inputs.NON_NEGATIVE,
+        },
+    ),
+    (
+        "comm_bytes",
+        comm_bytes,
+        {"strategy": "zero3", "params": B7, "world_size": 64},
+        {
+            "strategy": STRATEGY,
+            "params": inputs.POSITIVE,
+            "world_size": inputs.COUNT,
+            "bytes_per_value": inputs.POSITIVE,
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(inputs.FIELDS, inputs.bad_cases(BAD_INPUT))
+def test_bad_input_is_refused_by_name(
+    function, valid, argument, value, error, allowed
+):
+    inputs.assert_refused(function, valid, argument, value, error, allowed)
+
+
+def test_every_argument_has_bad_inputs():
+    inputs.assert_every_argument_has_bad_inputs(BAD_INPUT, "zero")
+
+
+@PROFILE
+@given(not_a_size)
+def test_any_non_positive_size_is_refused(bad):
+    with pytest.raises(ValueError, match="params"):
+        memory_per_gpu("zero3", bad, 8)
+
+
+@PROFILE
+@given(st.integers(max_value=0))
+def test_any_world_size_below_one_is_refused(bad):
+    with pytest.raises(ValueError, match="world_size"):
+        memory_per_gpu("ddp", 1e9, bad)
