@@ -76,6 +76,7 @@ COUNT = Kind(
     [
         (0, ValueError),
         (-1, ValueError),
+        (-8, ValueError),
         (-64, ValueError),
         (1.5, TypeError),
         (8.0, TypeError),
@@ -97,6 +98,15 @@ FLAG = Kind(
         (1.0, TypeError),
     ]
 )
+
+
+def choice(allowed):
+    """A name that must be one of `allowed` (pages with their own near
+    misses, such as test_zero.py's strategies, list them instead)."""
+    bad = [("", ValueError), ("NONE", ValueError), (None, TypeError)]
+    return Kind([*bad, (3, TypeError), (b"x", TypeError)], tuple(allowed))
+
+
 FEWEST_BAD_VALUES = 5  # per argument; the slots of a schedule have 5
 
 FIELDS = ("function", "valid", "argument", "value", "error", "allowed")

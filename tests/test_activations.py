@@ -12,7 +12,7 @@ from snippets.activations.memory import (
     activation_bytes_per_layer,
 )
 from snippets.walls.walls import state_GB
-from tests.refused import cases, check_refused, covers_every_argument
+from tests import lab_inputs as inputs
 
 # GPT-3 175B's layer (h = 12288, a = 96, s = 2048), as the paper uses it,
 # with its tensor-parallel size of 8.
@@ -164,41 +164,45 @@ def test_heads_must_split_evenly():
         activation_bytes_per_gpu(30, stages=8, **SEVEN_B)
 
 
-SPECS = {
-    "activation_bytes_per_layer": (
+BAD_INPUT = [
+    (
+        "activation_bytes_per_layer",
         activation_bytes_per_layer,
         {**SEVEN_B, "tp": 8},
         {
-            "seq_len": "count",
-            "micro_batch": "count",
-            "hidden": "count",
-            "heads": "count",
-            "tp": "count",
-            "sequence_parallel": "flag",
-            "recompute": "name",
-            "flash_attention": "flag",
+            "seq_len": inputs.COUNT,
+            "micro_batch": inputs.COUNT,
+            "hidden": inputs.COUNT,
+            "heads": inputs.COUNT,
+            "tp": inputs.COUNT,
+            "sequence_parallel": inputs.FLAG,
+            "recompute": inputs.choice(RECOMPUTE),
+            "flash_attention": inputs.FLAG,
         },
-        {"recompute": RECOMPUTE},
     ),
-    "activation_bytes_per_gpu": (
+    (
+        "activation_bytes_per_gpu",
         activation_bytes_per_gpu,
         {"layers": 32, "stages": 4, "microbatches": 8, **SEVEN_B},
         {
-            "layers": "count",
-            "stages": "count",
-            "microbatches": "count",
-            "schedule": "name",
+            "layers": inputs.COUNT,
+            "stages": inputs.COUNT,
+            "microbatches": inputs.COUNT,
+            "schedule": inputs.choice(SCHEDULES),
+            # **layer, passed on to activation_bytes_per_layer
+            "hidden": inputs.COUNT,
+            "recompute": inputs.choice(RECOMPUTE),
         },
-        {"schedule": SCHEDULES},
     ),
-}
+]
 
 
-@pytest.mark.parametrize(("label", "argument", "value", "error"), cases(SPECS))
-def test_bad_input_is_refused_by_name(label, argument, value, error):
-    check_refused(SPECS, label, argument, value, error)
+@pytest.mark.parametrize(inputs.FIELDS, inputs.bad_cases(BAD_INPUT))
+def test_bad_input_is_refused_by_name(
+    function, valid, argument, value, error, allowed
+):
+    inputs.assert_refused(function, valid, argument, value, error, allowed)
 
 
-@pytest.mark.parametrize("label", list(SPECS))
-def test_every_argument_has_bad_inputs(label):
-    assert covers_every_argument(SPECS, label) == set()
+def test_every_argument_has_bad_inputs():
+    inputs.assert_every_argument_has_bad_inputs(BAD_INPUT, "activations")
