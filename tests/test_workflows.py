@@ -1,7 +1,14 @@
 """Lint the GitHub Actions workflows: zizmor, the workflow JSON schema,
-and the project's own rules (minimal permissions, actions pinned to
-commit SHAs, no triggers that run fork code with secrets, and a GPU
-workflow that a fork's pull request cannot start)."""
+and the project's own rules that zizmor (regular persona, offline) does
+not make: no continue-on-error, write scopes only where a job needs
+them, a version comment on each pinned action, a time limit per job,
+what CI runs and publishes, and a GPU workflow that a fork's pull
+request cannot start.
+
+zizmor already refuses, so they are not repeated here: the
+pull_request_target and workflow_run triggers (dangerous-triggers), an
+action not pinned to a full commit SHA (unpinned-uses) and a checkout
+that keeps its token (artipacked)."""
 
 import re
 import subprocess
@@ -17,7 +24,6 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 BIN = Path(sys.executable).parent
 FILES = sorted([*WORKFLOWS.glob("*.yml"), *WORKFLOWS.glob("*.yaml")])
 EXPECTED = ("ci.yml", "pages.yml", "gpu.yml")
-SHA = re.compile(r"[0-9a-f]{40}")
 FORK_GUARD = re.compile(
     r"github\.event\.pull_request\.head\.repo\.full_name\s*==\s*"
     r"github\.repository"
@@ -83,13 +89,7 @@ def test_schema(path):
 
 
 @pytest.mark.parametrize("path", FILES, ids=ids(FILES))
-def test_no_dangerous_triggers_or_ignored_failures(path):
-    workflow = load(path)
-    on = triggers(workflow)
-    assert "pull_request_target" not in on, (
-        "pull_request_target runs fork code with secrets"
-    )
-    assert "workflow_run" not in on, "workflow_run runs with secrets"
+def test_no_ignored_failures(path):
     text = path.read_text(encoding="utf-8")
     assert "continue-on-error" not in text, "a failure must fail the run"
 
@@ -130,7 +130,8 @@ def _deploys_pages(path, job):
 
 
 @pytest.mark.parametrize("path", FILES, ids=ids(FILES))
-def test_actions_are_pinned_to_commit_shas(path):
+def test_pinned_actions_say_their_version(path):
+    """zizmor checks the pin is a full SHA; a reader needs the version."""
     for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
         m = re.match(r"\s*(?:-\s+)?uses:\s*(\S+)(.*)$", line)
         if not m:
@@ -140,20 +141,15 @@ def test_actions_are_pinned_to_commit_shas(path):
         if ref.startswith(("./", "$/")):
             continue  # this repository, at the commit being run
         assert not ref.startswith("docker://"), f"{where}: {ref}"
-        _, _, version = ref.partition("@")
-        assert SHA.fullmatch(version), f"{where}: {ref} is not a full SHA"
         assert re.match(r"\s*#\s*v\d", rest), f"{where}: add '# vX.Y.Z'"
 
 
 @pytest.mark.parametrize("path", FILES, ids=ids(FILES))
-def test_jobs_have_timeouts_and_checkouts_keep_no_token(path):
+def test_jobs_have_timeouts(path):
     for name, job in load(path)["jobs"].items():
         if "uses" in job:
             continue  # a reusable-workflow call: its jobs set the limit
         assert "timeout-minutes" in job, f"{path.name}:{name}"
-        for step in job.get("steps", []):
-            if step.get("uses", "").startswith("actions/checkout@"):
-                assert step.get("with", {}).get("persist-credentials") is False
 
 
 def test_ci_runs_make_test_and_uploads_the_site():
@@ -199,12 +195,8 @@ def test_deploy_runs_only_after_tests_on_a_push_to_main():
 
 
 def test_gpu_workflow_cannot_be_started_by_a_fork_pull_request():
-    path = WORKFLOWS / "gpu.yml"
-    assert path.is_file(), ".github/workflows/gpu.yml does not exist yet"
-    gpu = load(path)
-    on = triggers(gpu)
-    assert "pull_request_target" not in on
-    if "pull_request" not in on:
+    gpu = load(WORKFLOWS / "gpu.yml")
+    if "pull_request" not in triggers(gpu):
         return  # push / dispatch only: forks cannot trigger it
     # A job that needs a guarded job inherits its guard (it is skipped
     # when a job it needs was skipped) unless its condition overrides
