@@ -26,7 +26,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import yaml
+from mkdocs.config import load_config
+from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parent.parent
 # COURSE_SITE points the tests at another build (default: site/).
@@ -50,11 +51,6 @@ WEIGHT_BUDGET = 1_000_000  # bytes per page, search index excluded
 # and is only ever served by the host for a missing URL.
 NOT_PAGES = {"404.html"}
 PALETTES = {"light": "default", "dark": "slate"}
-
-INSTALL_HINT = (
-    "run `make browser` (as root on Debian it runs `apt-get install -y "
-    "chromium`; elsewhere `python -m playwright install chromium`)"
-)
 
 
 class BrowserMissing(RuntimeError):
@@ -89,38 +85,30 @@ def find_browser(playwright=None):
 
 
 def install():
-    """Install a browser when none is found; return its path or raise."""
-    found = find_browser()
-    if found:
-        print(f"browser: {found}")
-        return found
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    if is_root and shutil.which("apt-get"):
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        print("browser: apt-get install -y chromium")
-        subprocess.run(["apt-get", "update", "-q"], check=False, env=env)
-        subprocess.run(
-            ["apt-get", "install", "-y", "-q", "chromium"],
-            check=False,
-            env=env,
-        )
-    else:
-        print("browser: python -m playwright install chromium")
-        subprocess.run(
-            [sys.executable, "-m", "playwright", "install", "chromium"],
-            check=False,
-        )
+    """Install a browser when none is found: Debian's chromium as root
+    where apt-get exists, else Playwright's own. Return its path."""
     found = find_browser()
     if not found:
-        raise BrowserMissing(
-            "no Chromium could be installed: tried "
-            + (
-                "apt-get install -y chromium"
-                if is_root and shutil.which("apt-get")
-                else "python -m playwright install chromium"
+        as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+        if as_root and shutil.which("apt-get"):
+            commands = [
+                ["apt-get", "update", "-q"],
+                ["apt-get", "install", "-y", "-q", "chromium"],
+            ]
+        else:
+            commands = [
+                [sys.executable, "-m", "playwright", "install", "chromium"]
+            ]
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        for command in commands:
+            print("browser:", *command)
+            subprocess.run(command, check=False, env=env)
+        found = find_browser()
+        if not found:
+            raise BrowserMissing(
+                f"no Chromium could be installed: tried {' '.join(command)}"
+                f"; install Chromium at {DEBIAN_CHROMIUM} and rerun"
             )
-            + f"; install Chromium at {DEBIAN_CHROMIUM} and rerun"
-        )
     print(f"browser: {found}")
     return found
 
@@ -129,7 +117,11 @@ def launch(playwright):
     """Launch headless Chromium with the project's flags, or raise."""
     path = find_browser(playwright)
     if path is None:
-        raise BrowserMissing(f"no Chromium found: {INSTALL_HINT}")
+        raise BrowserMissing(
+            "no Chromium found: run `make browser` (as root on Debian it "
+            "runs `apt-get install -y chromium`; elsewhere `python -m "
+            "playwright install chromium`)"
+        )
     executable = str(path) if path == DEBIAN_CHROMIUM else None
     return playwright.chromium.launch(
         executable_path=executable, args=LAUNCH_ARGS, headless=True
@@ -169,44 +161,35 @@ def serve(directory):
         thread.join()
 
 
-class _IgnoreTags(yaml.SafeLoader):
-    """mkdocs.yml has !!python/name tags; read them as None."""
-
-
-_IgnoreTags.add_multi_constructor(
-    "tag:yaml.org,2002:python/", lambda loader, suffix, node: None
-)
+@functools.cache
+def mkdocs_config(mkdocs_yml=MKDOCS_YML):
+    """The site's configuration, as MkDocs loads it."""
+    return load_config(str(mkdocs_yml))
 
 
 def _nav_files(nav):
     for entry in nav or []:
-        if isinstance(entry, str):
-            yield entry
-        elif isinstance(entry, dict):
-            for value in entry.values():
-                if isinstance(value, str):
-                    yield value
-                else:
-                    yield from _nav_files(value)
-
-
-def _url_of(md_path):
-    """docs-relative .md path -> site path with use_directory_urls."""
-    stem = md_path[: -len(".md")]
-    if stem == "index" or stem.endswith("/index"):
-        return stem[: -len("index")]
-    return stem + "/"
+        values = entry.values() if isinstance(entry, dict) else [entry]
+        for value in values:
+            if isinstance(value, str):
+                yield value
+            else:
+                yield from _nav_files(value)
 
 
 def nav_pages(mkdocs_yml=MKDOCS_YML):
-    """Site paths ('', 'ddp/', 'exercises/') of the local nav entries."""
-    config = yaml.load(
-        Path(mkdocs_yml).read_text(encoding="utf-8"), Loader=_IgnoreTags
-    )
+    """Site paths ('', 'ddp/', 'exercises/') of the Markdown nav entries
+    (the notebook pages are found in site/)."""
+    config = mkdocs_config(mkdocs_yml)
     return [
-        _url_of(f)
-        for f in _nav_files(config.get("nav"))
-        if f.endswith(".md") and "://" not in f
+        File(
+            name,
+            config.docs_dir,
+            config.site_dir,
+            config.use_directory_urls,
+        ).url.removeprefix("./")
+        for name in _nav_files(config.nav)
+        if name.endswith(".md") and "://" not in name
     ]
 
 
@@ -311,18 +294,6 @@ def parse(path):
     return _parse_cached(str(path), path.stat().st_mtime_ns)
 
 
-def site_prefix(site_url):
-    """'/distributed-training/' for the configured site_url."""
-    return urlsplit(site_url or "/").path.rstrip("/") + "/"
-
-
-def configured_site_url(mkdocs_yml=MKDOCS_YML):
-    config = yaml.load(
-        Path(mkdocs_yml).read_text(encoding="utf-8"), Loader=_IgnoreTags
-    )
-    return config.get("site_url") or ""
-
-
 def resolve(page_path, url, site_url=""):
     """Site path an href points to, or None when it leaves the site.
 
@@ -339,21 +310,15 @@ def resolve(page_path, url, site_url=""):
             home.netloc,
         ):
             return None
-        prefix = site_prefix(site_url)
+        prefix = home.path.rstrip("/") + "/"
         if not (parts.path + "/").startswith(prefix):
             return None
         return parts.path[len(prefix) :], parts.fragment
     if not parts.path:
         return page_path, parts.fragment
-    base = (
-        posixpath.dirname("/" + page_path)
-        if not page_path.endswith("/")
-        else "/" + page_path.rstrip("/")
-    )
-    if parts.path.startswith("/"):
-        joined = parts.path
-    else:
-        joined = posixpath.join(base or "/", parts.path)
+    # The page's folder: 'ddp/' -> '/ddp', 'a/b.html' -> '/a'; an
+    # absolute path replaces it.
+    joined = posixpath.join(posixpath.dirname("/" + page_path), parts.path)
     normal = posixpath.normpath(joined)
     if joined.endswith("/") and not normal.endswith("/"):
         normal += "/"

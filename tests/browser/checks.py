@@ -599,7 +599,7 @@ def link_problems(site, path, site_url=None):
     and every fragment to an id (or <a name>) in its target page."""
     site = Path(site)
     if site_url is None:
-        site_url = browser.configured_site_url()
+        site_url = browser.mkdocs_config().site_url or ""
     own = browser.page_file(site, path)
     if own is None:
         return [f"no file in site/ serves /{path}"]

@@ -420,9 +420,11 @@ def test_install_uses_apt_as_root_and_playwright_elsewhere(monkeypatch):
 
 
 def test_pages_come_from_the_nav_and_the_site(tmp_path):
+    (tmp_path / "docs").mkdir()
     (tmp_path / "mkdocs.yml").write_text(
+        "site_name: t\n"
         "nav:\n  - Home: index.md\n  - Part:\n      - a/index.md\n"
-        "      - B: b.md\n  - Out: https://example.org/\n"
+        "      - B: b.md\n      - N: n.py\n  - Out: https://example.org/\n"
         "x: !!python/name:os.getcwd\n"
     )
     site = tmp_path / "site"
