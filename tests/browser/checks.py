@@ -14,12 +14,6 @@ from axe_playwright_python.sync_playwright import Axe
 from course import browser
 
 SERIOUS = ("serious", "critical")
-# axe findings in the theme's own markup that the site cannot fix without
-# overriding a theme template; each is checked to still occur
-# (test_browser_site.py), so the entry goes once the theme fixes it.
-# Material's search dialog (partials/search.html) has role="dialog" and
-# no accessible name.
-KNOWN_THEME_ISSUES = set()  # overrides/partials/search.html names the dialog
 MIN_TEXT_CONTRAST = 4.5  # WCAG AA for normal-size text
 CONTENT = "article.md-content__inner"
 
@@ -28,13 +22,6 @@ ICON_SVG_ANCESTORS = (
     ".md-icon, .twemoji, .md-code__nav, .md-annotation, button, "
     ".md-source, .headerlink, .md-content__button, .md-tag"
 )
-
-
-def _js(source):
-    """Fill the selectors into a JavaScript source."""
-    return source.replace("@CONTENT@", CONTENT).replace(
-        "@ICONS@", ICON_SVG_ANCESTORS
-    )
 
 
 def report(page, problems):
@@ -55,15 +42,13 @@ class Visit:
     requests and HTTP errors. `loaded` lists the local files fetched.
     """
 
-    def __init__(self, browser_, base_url, **context_options):
+    def __init__(self, browser_, base_url):
         self.base_url = base_url
-        options = {
-            "viewport": browser.VIEWPORT,
-            "color_scheme": "light",
-            "reduced_motion": "reduce",
-        }
-        options.update(context_options)
-        self.context = browser_.new_context(**options)
+        self.context = browser_.new_context(
+            viewport=browser.VIEWPORT,
+            color_scheme="light",
+            reduced_motion="reduce",
+        )
         self.problems = []
         self.off_host = []
         self.loaded = []
@@ -155,10 +140,21 @@ const openAll = () => root.querySelectorAll('details')
   .forEach((d) => { d.open = true; });
 """
 
-_OUTPUTS_JS = (
-    "() => {"
-    + _HELPERS
-    + r"""
+
+def _evaluate(page, body, arg=None):
+    """Run the JavaScript `body` on the page, with `arg` and the helpers
+    above in scope; return what it returns."""
+    source = "(arg) => {" + _HELPERS + body + "}"
+    source = source.replace("@CONTENT@", CONTENT)
+    return page.evaluate(source.replace("@ICONS@", ICON_SVG_ANCESTORS), arg)
+
+
+def open_details(page):
+    """Open every <details> of the content."""
+    _evaluate(page, "openAll();")
+
+
+_OUTPUTS_JS = r"""
 openAll();
 const problems = [];
 const seen = new Set();
@@ -204,14 +200,10 @@ root.querySelectorAll('.result').forEach((el, i) => {
   else if (!el.textContent.trim() && !el.querySelector('svg, img'))
     problems.push(`result block #${i + 1} is empty`);
 });
-return {problems, records: n};
-}"""
-)
+return {problems, count: n};
+"""
 
-_FIGURES_JS = (
-    "() => {"
-    + _HELPERS
-    + r"""
+_FIGURES_JS = r"""
 openAll();
 const problems = [];
 const figures = [...root.querySelectorAll('svg')]
@@ -243,14 +235,10 @@ root.querySelectorAll('img').forEach((img, i) => {
   if (!decorative && !(img.getAttribute('alt') || '').trim())
     problems.push(`${what} has no alt text`);
 });
-return {problems, figures: figures.length};
-}"""
-)
+return {problems, count: figures.length};
+"""
 
-_MATH_JS = (
-    "() => {"
-    + _HELPERS
-    + r"""
+_MATH_JS = r"""
 openAll();
 const problems = [];
 root.querySelectorAll('.arithmatex').forEach((a, i) => {
@@ -270,27 +258,26 @@ document.querySelectorAll('script[src]').forEach((s) => {
   if (/mathjax|katex/i.test(s.src)) problems.push(`math script ${s.src}`);
 });
 return {problems, count: maths.length};
-}"""
-)
+"""
 
 
 def lab_output_problems(page):
     """Every recorded lab output and result block is shown, non-empty and
     (for text results) equal to its record. Returns (problems, how many
     recorded outputs the page has)."""
-    found = page.evaluate(_js(_OUTPUTS_JS))
-    return found["problems"], found["records"]
+    found = _evaluate(page, _OUTPUTS_JS)
+    return found["problems"], found["count"]
 
 
 def figure_problems(page):
     """Figures (inline SVGs) and images are visible and named."""
-    found = page.evaluate(_js(_FIGURES_JS))
-    return found["problems"], found["figures"]
+    found = _evaluate(page, _FIGURES_JS)
+    return found["problems"], found["count"]
 
 
 def math_problems(page):
     """Formulas are MathML that the browser lays out, with a size."""
-    found = page.evaluate(_js(_MATH_JS))
+    found = _evaluate(page, _MATH_JS)
     return found["problems"], found["count"]
 
 
@@ -361,13 +348,10 @@ def details_problems(page):
 SENTINEL = "clipboard before the copy button was clicked"
 
 
-def copy_problems(page, limit=None):
+def copy_problems(page):
     """Every code block has a copy button, and clicking it puts the code
     on the clipboard. Returns (problems, code blocks checked)."""
-    page.evaluate(
-        f"document.querySelectorAll('{CONTENT} details')"
-        ".forEach((d) => { d.open = true; })"
-    )
+    open_details(page)
     blocks = page.evaluate(
         f"""() => [...document.querySelectorAll('{CONTENT} pre > code')]
         .map((code, i) => {{
@@ -381,7 +365,7 @@ def copy_problems(page, limit=None):
         }})"""
     )
     problems = []
-    for block in blocks[:limit] if limit else blocks:
+    for block in blocks:
         what = f"code block #{block['index'] + 1}"
         first = block["text"].strip().splitlines()[:1]
         if first:
@@ -412,10 +396,10 @@ def _lines(text):
 
 # --- palette and figure contrast ------------------------------------------
 
-_CONTRAST_JS = (
-    "(minimum) => {"
-    + _HELPERS
-    + r"""const rgba = (s) => {
+_CONTRAST_JS = r"""
+openAll();
+const minimum = arg;
+const rgba = (s) => {
   const m = (s || '').match(/rgba?\(([^)]+)\)/);
   if (!m) return null;
   const p = m[1].split(/[ ,\/]+/).filter(Boolean).map(parseFloat);
@@ -487,9 +471,8 @@ window.scrollTo({top: 0, behavior: 'instant'});
 const problems = [...low].map(([key, texts]) => `${key}: ` +
   texts.slice(0, 4).map((x) => `"${x}"`).join(', ') +
   (texts.length > 4 ? ` and ${texts.length - 4} more` : ''));
-return {problems, checked};
-}"""
-)
+return {problems, count: checked};
+"""
 
 
 def scheme(page):
@@ -498,12 +481,8 @@ def scheme(page):
 
 def contrast_problems(page, minimum=MIN_TEXT_CONTRAST):
     """Text in figures contrasts with what is behind it (WCAG ratio)."""
-    page.evaluate(
-        f"document.querySelectorAll('{CONTENT} details')"
-        ".forEach((d) => { d.open = true; })"
-    )
-    found = page.evaluate(_js(_CONTRAST_JS), minimum)
-    return found["problems"], found["checked"]
+    found = _evaluate(page, _CONTRAST_JS, minimum)
+    return found["problems"], found["count"]
 
 
 def toggle_palette(page):
@@ -556,32 +535,21 @@ def palette_problems(page):
 _AXE = Axe()
 
 
-def axe_problems(
-    page, impacts=SERIOUS, known=KNOWN_THEME_ISSUES, options=None
-):
-    """axe-core violations of the given impacts, one line per rule.
+def axe_problems(page, options=None):
+    """Serious and critical axe-core violations, one line per rule.
 
     axe.min.js is the copy bundled with axe-playwright-python; it is
     injected into the page, so running it fetches nothing (the Visit
     records any request it would make)."""
-    page.evaluate(
-        f"document.querySelectorAll('{CONTENT} details')"
-        ".forEach((d) => { d.open = true; })"
-    )
+    open_details(page)
     results = _AXE.run(
         page, options=options or {"resultTypes": ["violations"]}
     )
     problems = []
     for v in results.response["violations"]:
-        if v["impact"] not in impacts:
+        if v["impact"] not in SERIOUS:
             continue
-        nodes = [
-            n
-            for n in v["nodes"]
-            if (v["id"], " ".join(map(str, n["target"]))) not in known
-        ]
-        if not nodes:
-            continue
+        nodes = v["nodes"]
         targets = ", ".join(" ".join(map(str, n["target"])) for n in nodes[:3])
         more = len(nodes) - 3
         problems.append(

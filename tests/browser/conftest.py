@@ -42,10 +42,10 @@ def visit(chromium, base_url):
     """A fresh, recording browser context: visit(path) -> Visit."""
     opened = []
 
-    def open_(path, wait_until="load", **context_options):
-        v = Visit(chromium, base_url, **context_options)
+    def open_(path):
+        v = Visit(chromium, base_url)
         opened.append(v)
-        v.goto(path, wait_until=wait_until)
+        v.goto(path)
         return v
 
     yield open_
