@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from course import browser
 
@@ -348,22 +349,38 @@ def details_problems(page):
 SENTINEL = "clipboard before the copy button was clicked"
 
 
+_CODE_BLOCKS_JS = r"""
+openAll();
+// The radio input of each content tab around `el`, outermost first.
+const tabsOf = (el) => {
+  const tabs = [];
+  for (let b = el.closest('.tabbed-block'); b;
+       b = b.parentElement.closest('.tabbed-block')) {
+    const blocks = [...b.parentElement.children]
+      .filter((c) => c.matches('.tabbed-block'));
+    const inputs = [...b.closest('.tabbed-set').children]
+      .filter((c) => c.localName === 'input');
+    tabs.unshift(inputs[blocks.indexOf(b)].id);
+  }
+  return tabs;
+};
+return [...root.querySelectorAll('pre > code')].map((code, i) => {
+  const pre = code.parentElement;
+  const sel = `#${pre.id} > code`;
+  const button = pre.id && [...document.querySelectorAll(
+    'button[data-md-type=copy]')].find(
+      (b) => b.dataset.clipboardTarget === sel);
+  return {index: i, id: pre.id, button: !!button, tabs: tabsOf(pre),
+          text: code.innerText};
+});
+"""
+
+
 def copy_problems(page):
     """Every code block has a copy button, and clicking it puts the code
-    on the clipboard. Returns (problems, code blocks checked)."""
-    open_details(page)
-    blocks = page.evaluate(
-        f"""() => [...document.querySelectorAll('{CONTENT} pre > code')]
-        .map((code, i) => {{
-          const pre = code.parentElement;
-          const sel = `#${{pre.id}} > code`;
-          const button = pre.id && [...document.querySelectorAll(
-            'button[data-md-type=copy]')].find(
-              (b) => b.dataset.clipboardTarget === sel);
-          return {{index: i, id: pre.id, button: !!button,
-                   text: code.innerText}};
-        }})"""
-    )
+    on the clipboard; a block in a content tab is clicked after its tab,
+    as a reader would. Returns (problems, code blocks checked)."""
+    blocks = _evaluate(page, _CODE_BLOCKS_JS)
     problems = []
     for block in blocks:
         what = f"code block #{block['index'] + 1}"
@@ -373,12 +390,18 @@ def copy_problems(page):
         if not block["button"]:
             problems.append(f"{what} has no copy button")
             continue
+        for tab in block["tabs"]:
+            page.locator(f'label[for="{tab}"]').click()
         page.evaluate("t => navigator.clipboard.writeText(t)", SENTINEL)
         button = page.locator(
             f'button[data-md-type=copy][data-clipboard-target="#'
             f'{block["id"]} > code"]'
         )
-        button.scroll_into_view_if_needed()
+        try:
+            button.scroll_into_view_if_needed(timeout=10_000)
+        except PlaywrightTimeoutError:
+            problems.append(f"{what}: its copy button cannot be seen")
+            continue
         button.click()
         copied = page.evaluate("navigator.clipboard.readText()")
         if copied == SENTINEL:

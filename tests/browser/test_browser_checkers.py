@@ -208,14 +208,28 @@ def test_copy_checker(tiny):
         '<button data-md-type="copy" data-clipboard-target="#__code_2 > code"'
         ">c</button>"
         '<pre id="__code_3"><code>print(4)</code></pre>'
+        # A block in the second of two content tabs: its tab is clicked.
+        '<div class="tabbed-set"><input checked id="t1" name="t" type="radio">'
+        '<input id="t2" name="t" type="radio"><div class="tabbed-labels">'
+        '<label for="t1">A</label><label for="t2">B</label></div>'
+        '<div class="tabbed-content"><div class="tabbed-block">a</div>'
+        '<div class="tabbed-block"><pre id="__code_4"><code>print(5)</code>'
+        '</pre><button data-md-type="copy" data-clipboard-target='
+        '"#__code_4 > code" onclick="navigator.clipboard.writeText('
+        "'print(5)')\">c</button></div></div></div>"
     )
-    write("index.html", page(body))
+    tabs = (
+        "<style>.tabbed-set>input,.tabbed-block{display:none}"
+        ".tabbed-set>input:nth-of-type(2):checked~.tabbed-content"
+        ">.tabbed-block:nth-child(2){display:block}</style>"
+    )
+    write("index.html", page(body, head=tabs))
     v = open_("")
     v.context.grant_permissions(
         ["clipboard-read", "clipboard-write"], origin=v.base_url.rstrip("/")
     )
     problems, count = checks.copy_problems(v.page)
-    assert count == 4
+    assert count == 5
     assert len(problems) == 3, problems
     assert "code block #2" in problems[0] and "'nope'" in problems[0]
     assert "code block #3" in problems[1] and "copied nothing" in problems[1]
