@@ -134,7 +134,7 @@ RAISING = {
         "\n"
         "allreduce_bytes(0)\n"
         "```\n",
-        "ValueError: param_count must be >",
+        "ValueError: params must be >",
     ),
 }
 

@@ -57,9 +57,9 @@ BAD_INPUT = [
     (
         "allreduce_bytes",
         allreduce_bytes,
-        {"param_count": B7, "bytes_per_grad": 2, "world_size": 8},
+        {"params": B7, "bytes_per_grad": 2, "world_size": 8},
         {
-            "param_count": inputs.POSITIVE,
+            "params": inputs.POSITIVE,
             "bytes_per_grad": inputs.POSITIVE,
             "world_size": inputs.COUNT,
         },
@@ -81,5 +81,5 @@ def test_every_argument_has_bad_inputs():
 @PROFILE
 @given(not_a_size)
 def test_any_non_positive_size_is_refused(bad):
-    with pytest.raises(ValueError, match="param_count"):
+    with pytest.raises(ValueError, match="params"):
         allreduce_bytes(bad)

@@ -42,14 +42,14 @@ BAD_INPUT = [
         {
             "params": B7,
             "tokens": 2 * 10**12,
-            "gpus": 64,
+            "world_size": 64,
             "peak_tflops": 989,
             "mfu": 0.4,
         },
         {
             "params": inputs.POSITIVE,
             "tokens": inputs.POSITIVE,
-            "gpus": inputs.COUNT,
+            "world_size": inputs.COUNT,
             "peak_tflops": inputs.POSITIVE,
             "mfu": inputs.SHARE,
         },

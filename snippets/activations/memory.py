@@ -2,8 +2,8 @@
 
 # --8<-- [start:model]
 from snippets.checks import choice, count, flag
+from snippets.units import GB
 
-GB = 1e9  # decimal gigabytes
 RECOMPUTE = ("none", "selective", "full")
 SCHEDULES = ("gpipe", "1f1b")
 

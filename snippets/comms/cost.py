@@ -2,7 +2,8 @@
 
 # --8<-- [start:model]
 from snippets.checks import count, number
-from snippets.ddp.allreduce import GB, allreduce_bytes
+from snippets.ddp.allreduce import allreduce_bytes
+from snippets.units import GB
 
 # One-way bandwidth per GPU in GB/s. NVLink is sold as a two-way total
 # (A100: 600 GB/s, H100: 900 GB/s); network links are quoted one way.
@@ -116,7 +117,7 @@ if __name__ == "__main__":
             accum_steps=k,
         )
         print(
-            f"K={k:>2}: compute {r['compute_s']:6.3f} s, all-reduce"
+            f"A={k:>2}: compute {r['compute_s']:6.3f} s, all-reduce"
             f" {r['comms_s']:.3f} s, {r['verdict']:<13}"
             f" crossover {r['crossover_GBps']:5.2f} GB/s"
         )

@@ -2,20 +2,19 @@
 
 # --8<-- [start:model]
 from snippets.checks import count, number
+from snippets.units import GB
 
-GB = 1e9  # decimal gigabytes, as in papers and nccl-tests
 
-
-def allreduce_bytes(param_count, bytes_per_grad=2, world_size=8):
+def allreduce_bytes(params, bytes_per_grad=2, world_size=8):
     """Per-rank traffic of a ring all-reduce over one gradient buffer.
 
     A ring all-reduce is a reduce-scatter followed by an all-gather.
     Each half moves (N - 1) / N of the buffer through every rank.
     """
-    number("param_count", param_count)
+    number("params", params)
     number("bytes_per_grad", bytes_per_grad)
     count("world_size", world_size)
-    grad_bytes = param_count * bytes_per_grad
+    grad_bytes = params * bytes_per_grad
     factor = 2 * (world_size - 1) / world_size
     return {
         "grad_GB": grad_bytes / GB,

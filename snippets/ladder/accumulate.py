@@ -46,7 +46,7 @@ if __name__ == "__main__":
     # --8<-- [start:demo]
     TARGET, MICRO, GPUS = 512, 16, 4
     k, achieved = accum_steps_for(TARGET, MICRO, GPUS)
-    print(f"target {TARGET}: K = {k}, effective batch {achieved}")
+    print(f"target {TARGET}: A = {k}, effective batch {achieved}")
     print(f"  {k} forward/backward passes per optimizer step")
     print(f"  samples in flight per GPU: {MICRO}, not {TARGET // GPUS}")
     try:
@@ -55,5 +55,5 @@ if __name__ == "__main__":
         print(f"target 600 -> ValueError:\n  {error}")
     for rounding in ("down", "up"):
         k, achieved = accum_steps_for(600, 16, 4, rounding=rounding)
-        print(f"target 600, rounding={rounding!r}: K = {k}, batch {achieved}")
+        print(f"target 600, rounding={rounding!r}: A = {k}, batch {achieved}")
     # --8<-- [end:demo]

@@ -22,7 +22,7 @@ def step_times(params, world_size, batch_tokens, tflops, link_GBps):
 
 
 def first_comms_bound(params, batch_tokens, tflops, link_GBps, max_gpus):
-    """The first power of two G <= max_gpus with comms > compute."""
+    """The first power of two N <= max_gpus with comms > compute."""
     count("max_gpus", max_gpus)
     g = 1
     while g <= max_gpus:
@@ -45,7 +45,7 @@ if __name__ == "__main__":
     IB = LINKS_GBps["InfiniBand NDR, 400 Gb/s"]
     print(f"global batch {TOKENS:,} tokens; one-way link {IB} GB/s per GPU")
     print("seconds per step:")
-    print("   G  compute    comms  compute+comms  speed-up")
+    print("   N  compute    comms  compute+comms  speed-up")
     alone = step_times(P, 1, TOKENS, TFLOPS, IB)[0]
     for e in range(9):
         g = 2**e
@@ -63,5 +63,5 @@ if __name__ == "__main__":
     ):
         g = first_comms_bound(P, TOKENS, TFLOPS, LINKS_GBps[link], 4096)
         bw = LINKS_GBps[link]
-        print(f"{link:<25} {bw:>5} GB/s: first comms-bound G = {g}")
+        print(f"{link:<25} {bw:>5} GB/s: first comms-bound N = {g}")
     # --8<-- [end:demo]

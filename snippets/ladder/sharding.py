@@ -2,10 +2,9 @@
 
 # --8<-- [start:model]
 from snippets.ddp.allreduce import allreduce_bytes
-from snippets.zero.memory import GB, memory_per_gpu
+from snippets.units import GB, GiB
+from snippets.zero.memory import memory_per_gpu
 from snippets.zero.traffic import comm_bytes
-
-GiB = 2**30
 
 # Bytes per parameter as (weight, gradient, optimizer state), the order
 # of memory_per_gpu's last three arguments. The optimizer's 12 are the

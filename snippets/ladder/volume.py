@@ -1,9 +1,8 @@
 """Exercise 2: bytes each GPU sends in DDP's ring all-reduce."""
 
 # --8<-- [start:model]
-from snippets.ddp.allreduce import GB, allreduce_bytes
-
-GiB = 2**30  # binary gibibytes, as DeepSpeed prints them (labelled GB)
+from snippets.ddp.allreduce import allreduce_bytes
+from snippets.units import GB, GiB
 
 
 def volume_table(params, world_sizes, bytes_per_grad=2):

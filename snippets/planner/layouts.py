@@ -18,8 +18,9 @@ from snippets.planner.model import (
     check_training,
     parameter_count,
 )
+from snippets.units import GB
 from snippets.zero.hsdp import hsdp
-from snippets.zero.memory import GB, SHARDED
+from snippets.zero.memory import SHARDED
 from snippets.zero.traffic import comm_bytes
 
 ZERO = (0, 1, 2, 3, "hsdp")

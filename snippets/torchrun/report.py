@@ -13,10 +13,9 @@ import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from snippets.units import GB, MB
 from snippets.zero.memory import memory_per_gpu
 
-GB = 1e9
-MB = 1e6
 LOSS_TOLERANCE = 1e-4  # DDP vs FSDP, same seed, fp32 on CPU
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 

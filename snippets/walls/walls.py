@@ -2,8 +2,8 @@
 
 # --8<-- [start:model]
 from snippets.checks import count, number
+from snippets.units import GB
 
-GB = 1e9
 SECONDS_PER_DAY = 86_400
 
 # Bytes per parameter of mixed-precision Adam (ZeRO paper, section 3.1).
@@ -26,18 +26,18 @@ def state_GB(params, bytes_per_param=BYTES_MIXED_ADAM):
     return params * bytes_per_param / GB
 
 
-def training_days(params, tokens, gpus, peak_tflops, mfu):
+def training_days(params, tokens, world_size, peak_tflops, mfu):
     """Days of training at sum(FLOPS_PER_PARAM_TOKEN) = 6 FLOPs per
     parameter per token (Kaplan et al. 2020, section 2.1)."""
     number("params", params)
     number("tokens", tokens)
-    count("gpus", gpus)
+    count("world_size", world_size)
     number("peak_tflops", peak_tflops)
     number("mfu", mfu)
     if mfu > 1:
         raise ValueError(f"mfu must be <= 1, got {mfu!r}")
     flops = sum(FLOPS_PER_PARAM_TOKEN.values()) * params * tokens
-    seconds = flops / (gpus * peak_tflops * 1e12 * mfu)
+    seconds = flops / (world_size * peak_tflops * 1e12 * mfu)
     return seconds / SECONDS_PER_DAY
 
 

@@ -2,7 +2,8 @@
 
 # --8<-- [start:model]
 from snippets.checks import count, number
-from snippets.zero.memory import GB, memory_per_gpu
+from snippets.units import GB
+from snippets.zero.memory import memory_per_gpu
 from snippets.zero.traffic import comm_bytes
 
 

@@ -2,8 +2,7 @@
 
 # --8<-- [start:model]
 from snippets.checks import choice, count, number
-
-GB = 1e9  # decimal gigabytes
+from snippets.units import GB
 
 # Which of the three kinds of state each strategy splits across ranks.
 SHARDED = {

@@ -2,7 +2,8 @@
 
 # --8<-- [start:model]
 from snippets.checks import choice, count, number
-from snippets.zero.memory import ALIASES, GB
+from snippets.units import GB
+from snippets.zero.memory import ALIASES
 
 # Collectives per step over a buffer the size of all parameters
 # (ZeRO paper, section 7). Each one moves (N - 1) / N of it per rank.

@@ -1,0 +1,10 @@
+"""The units every lab uses.
+
+Decimal gigabytes, as in papers and nccl-tests. DeepSpeed and
+accelerate print binary gibibytes labelled "GB"; a lab that compares
+with them says so and uses GiB.
+"""
+
+GB = 1e9  # bytes; GB/s is always one way
+MB = 1e6
+GiB = 2**30
