@@ -14,6 +14,7 @@ launches, capped at 1.
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+CLEAN_EXIT = re.compile(r"rank (\d+): clean exit")
 STRATEGIES = ("ddp", "fsdp")
 # A model small enough that start-up dominates each launch.
 SMALL = (
@@ -73,9 +75,8 @@ def launch(strategy, nproc=2):
             )
         except subprocess.TimeoutExpired:
             return "still running after 150 s"
-    clean = sum(
-        line.endswith(": clean exit") for line in done.stdout.splitlines()
-    )
+    # Ranks share torchrun's stdout, so count the lines anywhere in it.
+    clean = len(set(CLEAN_EXIT.findall(done.stdout)))
     if done.returncode == 0 and clean == nproc:
         return None
     return (

@@ -362,8 +362,9 @@ def run_and_exit(entry, argv=None):
     except BaseException:
         traceback.print_exc()
         code = 1
-    if code == 0:  # what course/stress.py counts
-        print(f"rank {os.environ.get('RANK', 0)}: clean exit", flush=True)
+    if code == 0:  # what course/stress.py counts; one write, so that
+        # another rank's output cannot land inside the line
+        sys.stdout.write(f"rank {os.environ.get('RANK', 0)}: clean exit\n")
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
