@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from snippets.strategy.choose import RUNGS, choose_strategy
-from snippets.strategy.plan import plan
+from snippets.activations.memory import RECOMPUTE, activation_bytes_per_gpu
+from snippets.strategy.choose import RULES, RUNGS, choose_strategy
+from snippets.strategy.plan import plan, shape_from_params
+from snippets.units import GB
 from snippets.zero.memory import SHARDED, memory_per_gpu
 from tests import lab_inputs as inputs
 from tests.lab_inputs import (
@@ -54,21 +56,113 @@ def test_chooser_rejects_inconsistent_answers(answers, named):
         choose_strategy(*answers)
 
 
+QUESTIONS = list(inspect.signature(choose_strategy).parameters)
+
+
+def test_rules_are_an_ordered_walk_over_the_questions():
+    """Every rule asks one of the chooser's questions, in a fixed order,
+    and the last rule, with no question, catches the rest."""
+    questions = [q for q, _ in RULES]
+    assert questions[-1] is None
+    assert set(questions[:-1]) <= set(QUESTIONS)
+    assert len(set(questions)) == len(questions)
+    assert {rung for _, rung in RULES} == set(RUNGS)
+
+
 @pytest.mark.parametrize(
-    ("billions", "gpus", "strategy"),
+    "answers",
     [
-        (1, 8, "ddp"),  # 16 GB
-        (7, 8, "zero1"),  # ddp 112, zero1 38.5 <= 64 GB
-        (13, 64, "zero1"),  # zero1 54.4375 GB
-        (70, 64, "zero3"),  # zero2 155.3, zero3 17.5 GB
-        (400, 64, "tensor/pipeline"),  # zero3 alone is 100 GB
+        (True, True, True, False),
+        (True, False, True, True),
+        (False, False, True, False),
+        (False, False, False, True),
+        (False, False, False, False),
     ],
 )
-def test_plan_picks_the_lowest_rung_that_fits(billions, gpus, strategy):
-    p = plan(billions * 1_000_000_000, gpus, gpu_GB=80)
+def test_chooser_returns_the_first_rule_that_holds(answers):
+    given = dict(zip(QUESTIONS, answers, strict=True))
+    first = next(r for q, r in RULES if q is None or given[q])
+    assert choose_strategy(*answers) == RUNGS[first]
+
+
+def test_rung_texts_match_when_they_are_chosen():
+    # "tp" is only chosen on one node: its text must not send FSDP
+    # across nodes; the sharding rung names every ZeRO stage.
+    assert "across nodes" not in RUNGS["tp"]
+    assert "across nodes" in RUNGS["3d"]
+    for stage in ("ZeRO-1", "ZeRO-2", "ZeRO-3"):
+        assert stage in RUNGS["fsdp"]
+
+
+LLAMA_13B = {"layers": 40, "hidden": 5120, "heads": 40}
+
+
+@pytest.mark.parametrize(
+    ("billions", "gpus", "recompute", "strategy"),
+    [
+        (1, 8, "none", "ddp"),  # 16 + 5.2 GB
+        (7, 8, "none", "zero1"),  # 38.5 + 19.4 GB
+        (13, 64, "none", "zero2"),  # zero1 54.4 + 28.5 > 80
+        (70, 64, "none", "tensor/pipeline"),  # activations alone 89.9
+        (70, 64, "full", "zero3"),  # 17.5 + 5.3 GB
+        (400, 64, "full", "tensor/pipeline"),  # zero3 alone is 100 GB
+    ],
+)
+def test_plan_picks_the_lowest_rung_that_fits(
+    billions, gpus, recompute, strategy
+):
+    p = plan(billions * 1_000_000_000, gpus, gpu_GB=80, recompute=recompute)
     assert p["strategy"] == strategy
-    assert p["budget_GB"] == 64
+    assert p["budget_GB"] == 80
     assert list(p["per_gpu_GB"]) == list(SHARDED)
+
+
+def test_plan_counts_the_activation_lab_not_a_share_of_the_card():
+    """13B (LLaMA-13B's shape) on 8 GPUs, one 4096-token sequence:
+    ZeRO-1's 71.5 GB leaves too little for 28.5 GB of activations,
+    ZeRO-2's 48.75 GB leaves enough."""
+    p = plan(13 * 10**9, 8, 80, **LLAMA_13B)
+    act = (
+        activation_bytes_per_gpu(
+            40,
+            seq_len=4096,
+            micro_batch=1,
+            hidden=5120,
+            heads=40,
+            flash_attention=True,
+        )
+        / GB
+    )
+    assert p["activations_GB"] == pytest.approx(act)
+    assert f"{act:.1f}" == "28.5"
+    assert p["per_gpu_GB"]["zero1"] + act > 80
+    assert p["per_gpu_GB"]["zero2"] + act <= 80
+    assert p["strategy"] == "zero2"
+    assert p["assumes"] == {
+        "seq_len": 4096,
+        "micro_batch": 1,
+        "recompute": "none",
+        "flash_attention": True,
+        **LLAMA_13B,
+    }
+    # Two sequences stored in full no longer fit beside any rung; with
+    # full recomputation they fit beside ZeRO-1's state.
+    two = {"micro_batch": 2, **LLAMA_13B}
+    assert plan(13 * 10**9, 8, 80, **two)["strategy"] == "tensor/pipeline"
+    full = plan(13 * 10**9, 8, 80, recompute="full", **two)
+    assert full["strategy"] == "zero1"
+
+
+def test_plan_without_a_shape_derives_one_from_params():
+    assert shape_from_params(13 * 10**9) == (40, 5120, 40)
+    assert shape_from_params(175 * 10**9) == (96, 12288, 96)  # GPT-3
+    derived = plan(13 * 10**9, 8, 80)
+    assert derived == plan(13 * 10**9, 8, 80, **LLAMA_13B)
+
+
+def test_plan_needs_the_whole_shape_or_none_of_it():
+    with pytest.raises(ValueError, match=r"layers, hidden and heads"):
+        plan(B7, 8, 80, layers=32)
 
 
 def test_plan_passes_the_byte_convention_through():
@@ -76,12 +170,14 @@ def test_plan_passes_the_byte_convention_through():
     p = plan(B7, 8, 80, bytes_grad=4)
     assert p["per_gpu_GB"]["ddp"] == 126
     assert p["per_gpu_GB"]["zero3"] == pytest.approx(126 / 8)
-    assert plan(B7, 8, 80, usable=1)["budget_GB"] == 80
+    assert plan(B7, 8, 80, usable=0.5)["budget_GB"] == 40
 
 
 def test_plan_fits_on_the_budget_boundary():
-    # 16 GB of state against exactly 16 GB usable: it fits.
-    assert plan(1_000_000_000, 8, gpu_GB=20, usable=0.8)["strategy"] == "ddp"
+    # 16 GB of state plus the activations, against exactly that much.
+    act = plan(10**9, 8, 80)["activations_GB"]
+    assert plan(10**9, 8, gpu_GB=16 + act)["strategy"] == "ddp"
+    assert plan(10**9, 8, gpu_GB=16 + act - 1e-6)["strategy"] == "zero1"
 
 
 def test_plan_rejects_unknown_byte_keywords():
@@ -97,12 +193,21 @@ def test_plan_rejects_unknown_byte_keywords():
     st.floats(min_value=0.05, max_value=1),
     byte_size,
     optim_bytes,
+    st.sampled_from(RECOMPUTE),
 )
 def test_plan_recommends_the_lowest_rung_that_fits(
-    psi, n, gpu, usable, bg, bo
+    psi, n, gpu, usable, bg, bo, recompute
 ):
     rungs = list(SHARDED)  # ddp, zero1, zero2, zero3: the order plan climbs
-    p = plan(psi, n, gpu, usable, bytes_grad=bg, bytes_optim=bo)
+    p = plan(
+        psi,
+        n,
+        gpu,
+        usable,
+        recompute=recompute,
+        bytes_grad=bg,
+        bytes_optim=bo,
+    )
     budget = gpu * usable
     assert p["budget_GB"] == pytest.approx(budget, rel=REL)
     need = {
@@ -110,18 +215,37 @@ def test_plan_recommends_the_lowest_rung_that_fits(
         for s in rungs
     }
     assert p["per_gpu_GB"] == pytest.approx(need, rel=REL)
-    fitting = [s for s in rungs if need[s] <= p["budget_GB"]]
+    names = ("layers", "hidden", "heads")
+    shape = dict(zip(names, shape_from_params(psi), strict=True))
+    act = (
+        activation_bytes_per_gpu(
+            seq_len=4096,
+            micro_batch=1,
+            recompute=recompute,
+            flash_attention=True,
+            **shape,
+        )
+        / GB
+    )
+    assert p["activations_GB"] == pytest.approx(act, rel=REL)
+    fitting = [s for s in rungs if need[s] + act <= p["budget_GB"]]
     if fitting:
         chosen = p["strategy"]
         assert chosen == fitting[0]
-        assert need[chosen] <= p["budget_GB"]  # never one that does not fit
+        assert need[chosen] + act <= p["budget_GB"]  # never one too big
         for lower in rungs[: rungs.index(chosen)]:
-            assert need[lower] > p["budget_GB"]
+            assert need[lower] + act > p["budget_GB"]
     else:
         assert p["strategy"] == "tensor/pipeline"
 
 
 BAD_INPUT = [
+    (
+        "shape_from_params",
+        shape_from_params,
+        {"params": B7},
+        {"params": inputs.POSITIVE},
+    ),
     (
         "choose_strategy",
         choose_strategy,
@@ -141,12 +265,20 @@ BAD_INPUT = [
     (
         "plan",
         plan,
-        {"params": B7, "world_size": 8, "gpu_GB": 80},
+        {"params": B7, "world_size": 8, "gpu_GB": 80, **LLAMA_13B},
         {
             "params": inputs.POSITIVE,
             "world_size": inputs.COUNT,
             "gpu_GB": inputs.POSITIVE,
             "usable": inputs.SHARE,
+            "seq_len": inputs.COUNT,
+            "micro_batch": inputs.COUNT,
+            "recompute": inputs.choice(RECOMPUTE),
+            "flash_attention": inputs.FLAG,
+            # given together: None for one of them is its own error
+            "layers": inputs.OPTIONAL_COUNT,
+            "hidden": inputs.OPTIONAL_COUNT,
+            "heads": inputs.OPTIONAL_COUNT,
             # **bytes_per_param, passed on to memory_per_gpu
             "bytes_param": inputs.POSITIVE,
             "bytes_grad": inputs.POSITIVE,
@@ -173,4 +305,12 @@ def test_every_argument_has_bad_inputs():
         if name.startswith("bytes_")
     }
     assert passed_on == {"bytes_param", "bytes_grad", "bytes_optim"}
-    assert passed_on <= set(BAD_INPUT[1][3])
+    assert passed_on <= set(BAD_INPUT[2][3])
+
+
+def test_every_shape_argument_is_refused_alone():
+    """Without the other two, a None for layers, hidden or heads is
+    refused as half a shape, naming all three."""
+    for name in LLAMA_13B:
+        with pytest.raises(ValueError, match=name):
+            plan(B7, 8, 80, **{**LLAMA_13B, name: None})

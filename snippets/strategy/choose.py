@@ -5,20 +5,39 @@ from snippets.checks import flag
 
 RUNGS = {
     "ddp": "DDP: replicate the model, all-reduce the gradients",
-    "fsdp": "FSDP / ZeRO-3: shard parameters, gradients and optimizer state",
-    "tp": "Tensor parallel inside the node, with FSDP across nodes",
-    "3d": "3D: tensor in the node, pipeline across nodes, data/FSDP on top",
+    "fsdp": (
+        "ZeRO / FSDP: shard the state, the lowest stage that fits"
+        " (ZeRO-1, ZeRO-2, then ZeRO-3)"
+    ),
+    "tp": "Tensor parallel across the GPUs of the node",
+    "3d": (
+        "3D: tensor parallel in each node, pipeline across nodes,"
+        " data parallel (ZeRO/FSDP) over the pipelines"
+    ),
 }
+# The rules, in the order they are tried: the first question answered
+# True gives the rung; None is the answer when every question was False.
+RULES = (
+    ("state_fits_one_gpu", "ddp"),
+    ("layer_fits_one_gpu", "fsdp"),
+    ("multi_node", "3d"),
+    (None, "tp"),
+)
 
 
 def choose_strategy(
     model_fits_one_gpu, state_fits_one_gpu, layer_fits_one_gpu, multi_node
 ):
-    """Climb the ladder only as far as a wall forces you to."""
-    flag("model_fits_one_gpu", model_fits_one_gpu)
-    flag("state_fits_one_gpu", state_fits_one_gpu)
-    flag("layer_fits_one_gpu", layer_fits_one_gpu)
-    flag("multi_node", multi_node)
+    """Climb the ladder only as far as a wall forces you to.
+
+    "Fits" means with the activations of one micro-batch beside it.
+    """
+    answers = {
+        "model_fits_one_gpu": flag("model_fits_one_gpu", model_fits_one_gpu),
+        "state_fits_one_gpu": flag("state_fits_one_gpu", state_fits_one_gpu),
+        "layer_fits_one_gpu": flag("layer_fits_one_gpu", layer_fits_one_gpu),
+        "multi_node": flag("multi_node", multi_node),
+    }
     if state_fits_one_gpu and not model_fits_one_gpu:
         raise ValueError(
             "state_fits_one_gpu=True needs model_fits_one_gpu=True: "
@@ -29,11 +48,9 @@ def choose_strategy(
             "model_fits_one_gpu=True needs layer_fits_one_gpu=True: "
             "a layer is part of the model"
         )
-    if state_fits_one_gpu:
-        return RUNGS["ddp"]
-    if layer_fits_one_gpu:
-        return RUNGS["fsdp"]
-    return RUNGS["3d"] if multi_node else RUNGS["tp"]
+    for question, rung in RULES:
+        if question is None or answers[question]:
+            return RUNGS[rung]
 
 
 # --8<-- [end:model]

@@ -1,32 +1,92 @@
 """Pick a strategy from the memory numbers instead of yes/no answers."""
 
 # --8<-- [start:model]
-from snippets.checks import number
+from snippets.activations.memory import activation_bytes_per_gpu
+from snippets.checks import count, number
+from snippets.units import GB
 from snippets.zero.memory import SHARDED, memory_per_gpu
 
+HEAD_DIM = 128  # hidden size per attention head
+ASPECT = 128  # hidden size per layer: h = 128 L
 
-def plan(params, world_size, gpu_GB, usable=0.8, **bytes_per_param):
-    """The lowest rung whose model state fits the usable GPU memory.
 
-    `usable` keeps the rest of the card for activations and buffers.
+def shape_from_params(params):
+    """(layers, hidden, heads) of a decoder with about `params` weights.
+
+    A layer holds 12 h^2 weights (4 h^2 in attention, 8 h^2 in the
+    MLP), and many published models keep h close to 128 L with heads of
+    128 (LLaMA-13B: L = 40, h = 5120; GPT-3 175B: L = 96, h = 12288).
+    So P = 12 L (128 L)^2, solved for L and rounded.
+    """
+    number("params", params)
+    layers = max(1, round((params / (12 * ASPECT**2)) ** (1 / 3)))
+    hidden = ASPECT * layers
+    return layers, hidden, hidden // HEAD_DIM
+
+
+def plan(
+    params,
+    world_size,
+    gpu_GB,
+    usable=1.0,
+    *,
+    seq_len=4096,
+    micro_batch=1,
+    recompute="none",
+    flash_attention=True,
+    layers=None,
+    hidden=None,
+    heads=None,
+    **bytes_per_param,
+):
+    """The lowest rung whose model state and activations fit the card.
+
+    Activations come from the activation lab: one micro-batch of
+    `micro_batch` sequences of `seq_len` tokens in flight, with the
+    given recomputation and attention kernel. The model's shape is
+    layers, hidden and heads; left out, it comes from
+    shape_from_params. `usable` is the share of the card the job may
+    fill; lower it to keep room for what neither count holds (CUDA
+    context, communication buffers, fragmentation).
     Returns the chosen strategy ("ddp", "zero1", "zero2", "zero3", or
-    "tensor/pipeline" when no data-parallel rung fits) and the GB per
-    GPU of every rung, so the choice can be checked.
+    "tensor/pipeline" when no data-parallel rung fits), the model state
+    per GPU of every rung, the activations and what they assume.
     """
     number("gpu_GB", gpu_GB)
     number("usable", usable)
     if usable > 1:
         raise ValueError(f"usable must be <= 1, got {usable!r}")
+    shape = (layers, hidden, heads)
+    if shape.count(None) not in (0, 3):
+        raise ValueError(
+            "layers, hidden and heads must be given together or not at "
+            f"all, got layers={layers!r}, hidden={hidden!r}, heads={heads!r}"
+        )
+    if layers is None:
+        layers, hidden, heads = shape_from_params(params)
+    count("layers", layers)
+    assumes = {
+        "seq_len": seq_len,
+        "micro_batch": micro_batch,
+        "recompute": recompute,
+        "flash_attention": flash_attention,
+        "layers": layers,
+        "hidden": hidden,
+        "heads": heads,
+    }
+    activations = activation_bytes_per_gpu(**assumes) / GB
     budget = gpu_GB * usable
     table = {
         s: memory_per_gpu(s, params, world_size, **bytes_per_param)
         for s in SHARDED
     }
-    fits = [s for s, gb in table.items() if gb <= budget]
+    fits = [s for s, gb in table.items() if gb + activations <= budget]
     return {
         "strategy": fits[0] if fits else "tensor/pipeline",
         "budget_GB": budget,
         "per_gpu_GB": table,
+        "activations_GB": activations,
+        "assumes": assumes,
     }
 
 
@@ -35,12 +95,27 @@ def plan(params, world_size, gpu_GB, usable=0.8, **bytes_per_param):
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
-    for billions, gpus in ((1, 8), (7, 8), (13, 64), (70, 64), (400, 64)):
-        p = plan(billions * 1_000_000_000, gpus, gpu_GB=80)
-        need = p["per_gpu_GB"]
+    print("80 GB cards, one 4096-token sequence per GPU, FlashAttention")
+    print("GB per GPU: model state of each rung, then activations")
+    print(
+        "model GPUs   L     h   a  recompute    ddp  zero1  zero2  zero3"
+        "    act  plan"
+    )
+    CASES = (
+        (1, 8, "none"),
+        (7, 8, "none"),
+        (13, 64, "none"),
+        (70, 64, "none"),
+        (70, 64, "full"),
+        (400, 64, "full"),
+    )
+    for billions, gpus, recompute in CASES:
+        p = plan(billions * 10**9, gpus, gpu_GB=80, recompute=recompute)
+        a = p["assumes"]
+        state = "".join(f"{gb:7.1f}" for gb in p["per_gpu_GB"].values())
         print(
-            f"{billions:>3}B on {gpus:>2} GPUs: {p['strategy']:<15}"
-            f" (ddp {need['ddp']:.0f} GB, zero3 {need['zero3']:.1f} GB,"
-            f" budget {p['budget_GB']:.0f} GB)"
+            f"{billions:>4}B {gpus:>4} {a['layers']:>3} {a['hidden']:>5}"
+            f" {a['heads']:>3}  {recompute:<9}{state}"
+            f"{p['activations_GB']:7.1f}  {p['strategy']}"
         )
     # --8<-- [end:demo]
