@@ -2,47 +2,83 @@
 
 # --8<-- [start:model]
 from snippets.checks import count
-from snippets.comms.cost import LINKS_GBps, comms_cost
+from snippets.comms.cost import comms_cost
+from snippets.comms.links import ring_bandwidth_GBps
 from snippets.strategy.plan import plan
 
-GPUS_PER_NODE = 8
-NVLINK = LINKS_GBps["NVLink 4 (H100, one node)"]  # one way, GB/s
-NETWORK = LINKS_GBps["InfiniBand NDR, 400 Gb/s"]  # one way, GB/s
 ZERO3_TRAFFIC = 1.5  # ZeRO-3 moves 3 params' worth to DDP's 2 (sec. 7)
+NVLINK_GBps = 450  # NVLink 4 (H100), one way
 H100_PEAK_TFLOPS = 989  # dense bf16, SXM
 MFU = 0.40  # share of the peak the job sustains
-USABLE = 0.8  # share of the card's memory kept for model state
+# FLOPs per parameter per token: 6, plus a second forward pass (2)
+# when every layer is recomputed.
+FLOPS = {"none": 6, "full": 8}
 
 
 def plan_at_scale(
-    params, gpus, batch_tokens, gpu_GB=80, tflops=H100_PEAK_TFLOPS * MFU
+    params,
+    world_size,
+    batch_tokens,
+    nics_per_node=8,
+    nic_GBps=50,
+    gpus_per_node=8,
+    gpu_GB=80,
+    tflops_per_gpu=H100_PEAK_TFLOPS * MFU,
+    seq_len=4096,
 ):
-    """Memory picks the rung; the comms/compute ratio flags the risk.
+    """Memory picks the rung and the recomputation; the communication
+    against the compute flags the risk.
 
-    The global batch of `batch_tokens` is split evenly over the GPUs.
-    Risk: "low" when the all-reduce takes under half the compute time,
-    "medium" when overlap can still hide it, "high" when it cannot.
+    The global batch of `batch_tokens` is split evenly over the GPUs,
+    in micro-batches of one seq_len-token sequence. Activations are
+    stored in full if a rung fits that way, else recomputed in full
+    (which adds a forward pass to the compute). The all-reduce runs at
+    the ring bandwidth of nodes of gpus_per_node GPUs (NVLink 4) with
+    nics_per_node NICs of nic_GBps each. Risk: "low" when the
+    communication takes under half the compute, "medium" when overlap
+    can still hide it (the backward pass for DDP and ZeRO-1/2, the
+    whole step for ZeRO-3, which prefetches in both passes), "high"
+    when it cannot.
     """
-    count("gpus", gpus)
+    n = count("world_size", world_size)
     count("batch_tokens", batch_tokens)
-    if batch_tokens % gpus:
+    count("seq_len", seq_len)
+    if batch_tokens % (n * seq_len):
         raise ValueError(
-            f"batch_tokens={batch_tokens} must split evenly over gpus={gpus}"
+            f"batch_tokens={batch_tokens} must split into whole sequences"
+            f" of seq_len={seq_len} over world_size={n}"
         )
-    memory = plan(params, gpus, gpu_GB, usable=USABLE)
+    bandwidth = ring_bandwidth_GBps(
+        n, gpus_per_node, NVLINK_GBps, nics_per_node, nic_GBps
+    )
+    for recompute in FLOPS:
+        memory = plan(params, n, gpu_GB, seq_len=seq_len, recompute=recompute)
+        if memory["strategy"] != "tensor/pipeline":
+            break
     rung = memory["strategy"]
-    link = NVLINK if gpus <= GPUS_PER_NODE else NETWORK
-    cost = comms_cost(params, gpus, tflops, link, batch_tokens // gpus)
     # No data-parallel rung fits: report full sharding, the closest one.
     sharded = rung not in ("ddp", "zero1", "zero2")
+    flops = FLOPS[recompute]
+    cost = comms_cost(
+        params,
+        n,
+        tflops_per_gpu,
+        bandwidth,
+        tokens_per_gpu=batch_tokens // n,
+        flops_per_token_per_param=flops,
+    )
     comms_s = cost["comms_s"] * (ZERO3_TRAFFIC if sharded else 1)
     ratio = comms_s / cost["compute_s"]
-    risk = "low" if ratio < 0.5 else "medium" if ratio <= 1 else "high"
+    hideable = 1 if sharded else (flops - 2) / flops  # all but forward
+    risk = "low" if ratio < 0.5 else "medium" if ratio <= hideable else "high"
     if rung == "tensor/pipeline":  # traffic depends on the 3D layout
         ratio, risk = None, "set by the 3D layout"
     return {
         "rung": rung,
+        "recompute": recompute,
         "per_gpu_GB": memory["per_gpu_GB"]["zero3" if sharded else rung],
+        "activations_GB": memory["activations_GB"],
+        "interconnect_GBps": bandwidth,
         "comms_over_compute": ratio,
         "risk": risk,
     }
@@ -54,19 +90,25 @@ def plan_at_scale(
 if __name__ == "__main__":
     # --8<-- [start:demo]
     BATCH = 2**22  # global batch in tokens, split over the GPUs
-    print(f"global batch {BATCH:,} tokens; memory in GB")
+    print(f"global batch {BATCH:,} tokens in 4096-token sequences")
+    print("H100 nodes of 8 GPUs; memory in GB, ring bandwidth in GB/s")
     print(
-        "params  GPUs  tokens/GPU  rung           "
-        "  GB/GPU  comms/compute  risk"
+        "params  GPUs  tokens/GPU  rung            recompute  state   act"
+        "  NICs  ring  comms/compute  risk"
     )
     CASES = ((1, 8), (7, 8), (13, 32), (70, 128), (400, 1024), (1000, 64))
     for billions, gpus in CASES:
-        p = plan_at_scale(billions * 10**9, gpus, BATCH)
-        r = p["comms_over_compute"]
-        ratio = "-" if r is None else f"{r:.3f}"
-        print(
-            f"{billions:>5}B {gpus:>5}  {BATCH // gpus:>10,}  {p['rung']:<15} "
-            f"{p['per_gpu_GB']:7.2f} {ratio:>14}"
-            f"  {p['risk']}"
-        )
+        for nics in (8, 1):
+            if gpus <= 8 and nics == 1:
+                continue  # one node: NVLink only, the NICs do not matter
+            p = plan_at_scale(billions * 10**9, gpus, BATCH, nics)
+            r = p["comms_over_compute"]
+            ratio = "-" if r is None else f"{r:.3f}"
+            print(
+                f"{billions:>5}B {gpus:>5}  {BATCH // gpus:>10,}"
+                f"  {p['rung']:<15} {p['recompute']:<9}"
+                f" {p['per_gpu_GB']:6.2f} {p['activations_GB']:5.1f}"
+                f"  {nics:>4} {p['interconnect_GBps']:5g}"
+                f" {ratio:>14}  {p['risk']}"
+            )
     # --8<-- [end:demo]

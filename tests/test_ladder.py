@@ -1,0 +1,135 @@
+"""snippets/ladder/planner.py: exercise 6's planner, its memory rung
+from plan and its risk from the ring bandwidth of the nodes."""
+
+import inspect
+
+import pytest
+
+from snippets.comms.links import ring_bandwidth_GBps
+from snippets.ladder.planner import FLOPS, plan_at_scale
+from snippets.strategy.plan import plan
+from tests import lab_inputs as inputs
+
+BATCH = 2**22
+F = 989 * 0.40
+
+
+def ratio_by_hand(params, n, ring_GBps, flops, traffic=1.0):
+    compute = flops * params * (BATCH // n) / (F * 1e12)
+    comms = 2 * (n - 1) / n * 2 * params / (ring_GBps * 1e9)
+    return traffic * comms / compute
+
+
+@pytest.mark.parametrize(
+    ("nics", "ring", "risk"), [(8, 400, "low"), (1, 50, "high")]
+)
+def test_400b_on_1024_gpus_depends_on_the_nics(nics, ring, risk):
+    """ZeRO-3 with full recomputation; 4096 tokens per GPU. Eight NDR
+    NICs per node give the rings 400 GB/s, one gives 50."""
+    p = plan_at_scale(400 * 10**9, 1024, BATCH, nics)
+    assert p["rung"] == "zero3"
+    assert p["recompute"] == "full"
+    assert p["interconnect_GBps"] == ring
+    expected = ratio_by_hand(400 * 10**9, 1024, ring, 8, traffic=1.5)
+    assert p["comms_over_compute"] == pytest.approx(expected)
+    assert p["risk"] == risk
+    assert f"{p['comms_over_compute']:.3f}" == {8: "0.181", 1: "1.447"}[nics]
+
+
+def test_one_node_runs_on_nvlink_whatever_the_nics():
+    for nics in (1, 8):
+        p = plan_at_scale(7 * 10**9, 8, BATCH, nics)
+        assert p["interconnect_GBps"] == 450
+        assert p["rung"] == "zero1"
+
+
+def test_bandwidth_is_the_ring_model():
+    for nics, nic in ((8, 50), (1, 50), (4, 25), (1, 12.5)):
+        p = plan_at_scale(13 * 10**9, 32, BATCH, nics, nic)
+        assert p["interconnect_GBps"] == ring_bandwidth_GBps(
+            32, 8, 450, nics, nic
+        )
+
+
+def test_recomputation_only_when_nothing_fits_without_it():
+    stored = plan_at_scale(13 * 10**9, 32, BATCH)
+    assert stored["recompute"] == "none"
+    assert stored["rung"] == plan(13 * 10**9, 32, 80)["strategy"]
+    full = plan_at_scale(70 * 10**9, 128, BATCH)
+    assert plan(70 * 10**9, 128, 80)["strategy"] == "tensor/pipeline"
+    assert full["recompute"] == "full"
+    assert (
+        full["rung"] == plan(70 * 10**9, 128, 80, recompute="full")["strategy"]
+    )
+    assert FLOPS == {"none": 6, "full": 8}
+
+
+def test_medium_means_the_backward_pass_can_hide_the_all_reduce():
+    """For DDP's all-reduce, overlap hides at most the backward pass,
+    4 of the 6 FLOPs: a ratio between 2/3 and 1 is high, not medium."""
+    base = plan_at_scale(10**9, 16, BATCH, 1, tflops_per_gpu=1)
+    assert base["rung"] == "ddp" and base["recompute"] == "none"
+    per_tflop = base["comms_over_compute"]
+    for ratio, risk in ((0.4, "low"), (0.6, "medium"), (0.8, "high")):
+        p = plan_at_scale(
+            10**9, 16, BATCH, 1, tflops_per_gpu=ratio / per_tflop
+        )
+        assert p["comms_over_compute"] == pytest.approx(ratio)
+        assert p["risk"] == risk
+
+
+def test_zero3_overlaps_in_both_passes():
+    base = plan_at_scale(70 * 10**9, 128, BATCH, 1, tflops_per_gpu=1)
+    per_tflop = base["comms_over_compute"]
+    p = plan_at_scale(
+        70 * 10**9, 128, BATCH, 1, tflops_per_gpu=0.9 / per_tflop
+    )
+    assert p["rung"] == "zero3" and p["risk"] == "medium"
+
+
+def test_no_rung_leaves_the_risk_to_the_layout():
+    p = plan_at_scale(1000 * 10**9, 64, BATCH)
+    assert p["rung"] == "tensor/pipeline"
+    assert p["comms_over_compute"] is None
+    assert p["per_gpu_GB"] == pytest.approx(250)
+
+
+def test_batch_must_split_into_whole_sequences():
+    with pytest.raises(ValueError, match=r"batch_tokens=.*seq_len=4096"):
+        plan_at_scale(10**9, 8, 4096 * 8 + 8)
+    with pytest.raises(ValueError, match="world_size"):
+        plan_at_scale(10**9, 3, BATCH)
+
+
+BAD_INPUT = [
+    (
+        "plan_at_scale",
+        plan_at_scale,
+        {"params": 10**9, "world_size": 64, "batch_tokens": BATCH},
+        {
+            "params": inputs.POSITIVE,
+            "world_size": inputs.COUNT,
+            "batch_tokens": inputs.COUNT,
+            "nics_per_node": inputs.COUNT,
+            "nic_GBps": inputs.POSITIVE,
+            "gpus_per_node": inputs.COUNT,
+            "gpu_GB": inputs.POSITIVE,
+            "tflops_per_gpu": inputs.POSITIVE,
+            "seq_len": inputs.COUNT,
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(inputs.FIELDS, inputs.bad_cases(BAD_INPUT))
+def test_bad_input_is_refused_by_name(
+    function, valid, argument, value, error, allowed
+):
+    inputs.assert_refused(function, valid, argument, value, error, allowed)
+
+
+def test_every_argument_of_the_planner_has_bad_inputs():
+    named = set(inspect.signature(plan_at_scale).parameters)
+    assert named == set(BAD_INPUT[0][3])
+    for kind in BAD_INPUT[0][3].values():
+        assert len(kind.bad) >= inputs.FEWEST_BAD_VALUES
