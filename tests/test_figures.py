@@ -114,9 +114,14 @@ def test_1f1b_keeps_at_most_p_micro_batches_in_flight():
         ({"stages": 0, "microbatches": 4}, ValueError, "stages"),
         ({"stages": 4, "microbatches": 2.0}, TypeError, "microbatches"),
         (
-            {"stages": 4, "microbatches": 4, "schedule": "interleaved"},
+            {"stages": 4, "microbatches": 4, "schedule": "zero-bubble"},
             ValueError,
-            "'gpipe', '1f1b'",
+            "'gpipe', '1f1b', 'interleaved'",
+        ),
+        (
+            {"stages": 4, "microbatches": 6, "schedule": "interleaved"},
+            ValueError,
+            "microbatches must be a multiple of stages",
         ),
         (
             {"stages": 4, "microbatches": 4, "backward": 0},

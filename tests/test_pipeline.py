@@ -13,6 +13,7 @@ from snippets.pipeline.schedule import (
     peak_in_flight,
     pipeline_schedule,
 )
+from snippets.pipeline.schedule import SCHEDULES as SLOT_SCHEDULES
 from snippets.pipeline.tensor import tp_bytes_per_layer, tp_layer_seconds
 from snippets.walls.walls import FLOPS_PER_PARAM_TOKEN
 from tests import lab_inputs as inputs
@@ -77,6 +78,50 @@ def test_1f1b_keeps_at_most_p_microbatches_in_flight():
     gpipe, one_f_one_b = (pipeline_schedule(4, 8, k) for k in KINDS)
     assert [peak_in_flight(gpipe, s) for s in range(4)] == [8] * 4
     assert [peak_in_flight(one_f_one_b, s) for s in range(4)] == [4, 3, 2, 1]
+
+
+@pytest.mark.parametrize(
+    ("p", "m", "v"),
+    [
+        (2, 2, 2),
+        (2, 4, 3),
+        (3, 9, 2),
+        (4, 8, 2),
+        (4, 16, 2),
+        (4, 4, 4),
+        (8, 16, 2),
+        (4, 8, 1),
+    ],
+)
+def test_simulated_interleaved_schedule_idles_as_the_formula_says(p, m, v):
+    """Interleaved 1F1B laid out slot by slot, each chunk taking 1/v of
+    a stage's time: idle (p - 1) / v slots out of m + (p - 1) / v."""
+    slots = pipeline_schedule(p, m, "interleaved", chunks=v)
+    assert len(slots) == 2 * p * m * v
+    expected = bubble_fraction(p, m, "interleaved", v)
+    assert idle_fraction(slots) == pytest.approx(expected, rel=1e-12)
+    assert {s.chunk for s in slots} == set(range(v))
+
+
+def test_interleaving_holds_more_than_1f1b():
+    """4 stages, 8 micro-batches, 2 chunks: the first stage holds 11
+    half-stage units, 5.5 micro-batches' worth, against 1F1B's 4."""
+    slots = pipeline_schedule(4, 8, "interleaved", chunks=2)
+    assert [peak_in_flight(slots, s) for s in range(4)] == [11, 9, 7, 5]
+
+
+@pytest.mark.parametrize(("p", "m"), [(4, 1), (4, 6), (4, 9), (3, 8)])
+def test_interleaved_needs_a_multiple_of_the_stages(p, m):
+    with pytest.raises(
+        ValueError, match=r"microbatches must be a multiple of stages"
+    ):
+        pipeline_schedule(p, m, "interleaved", chunks=2)
+
+
+def test_schedule_chunks_need_the_interleaved_schedule():
+    for schedule in KINDS:
+        with pytest.raises(ValueError, match=rf"\bchunks\b.*{schedule}"):
+            pipeline_schedule(4, 8, schedule, chunks=2)
 
 
 def test_one_stage_has_no_bubble():
@@ -154,6 +199,18 @@ def test_bubble_is_a_fraction_that_falls_with_microbatches(p, m, sched, v):
 
 
 @PROFILE
+@given(
+    st.integers(min_value=1, max_value=6),
+    st.integers(min_value=1, max_value=4),
+    st.integers(min_value=1, max_value=4),
+)
+def test_any_interleaved_schedule_idles_as_the_formula_says(p, k, v):
+    slots = pipeline_schedule(p, k * p, "interleaved", chunks=v)
+    expected = bubble_fraction(p, k * p, "interleaved", v)
+    assert idle_fraction(slots) == pytest.approx(expected, rel=1e-12)
+
+
+@PROFILE
 @given(small_count, small_count, st.integers(min_value=1, max_value=16))
 def test_interleaving_never_idles_longer(p, m, v):
     gpipe = bubble_fraction(p, m)
@@ -185,7 +242,7 @@ SCHEDULE_BAD = [
     (1, TypeError),
 ]
 SCHEDULE = inputs.Kind(SCHEDULE_BAD, allowed=SCHEDULES)
-SLOT_KIND = inputs.Kind(SCHEDULE_BAD, allowed=KINDS)  # pipeline_schedule's
+SLOT_KIND = inputs.Kind(SCHEDULE_BAD, allowed=SLOT_SCHEDULES)
 # a fraction in [0, 1): the bubble fraction
 FRACTION = inputs.Kind(
     [
@@ -241,6 +298,7 @@ BAD_INPUT = [
             "schedule": SLOT_KIND,
             "forward": inputs.COUNT,
             "backward": inputs.COUNT,
+            "chunks": inputs.COUNT,
         },
     ),
     ("idle_fraction", idle_fraction, {"slots": FOUR_STAGES}, {"slots": SLOTS}),

@@ -13,7 +13,9 @@ def bubble_fraction(stages, microbatches, schedule="gpipe", chunks=1):
     micro-batch slots, out of m + p - 1 (GPipe paper, section 2.3).
     1F1B reorders the work but idles just as long. The interleaved
     schedule gives each device `chunks` = v smaller stages, which cuts
-    the fill and drain to (p - 1) / v slots.
+    the fill and drain to (p - 1) / v slots. The formula is a curve in
+    m; the interleaved schedule itself runs only when m is a multiple
+    of p, and pipeline_schedule refuses other values.
     """
     count("stages", stages)
     count("microbatches", microbatches)
@@ -41,12 +43,15 @@ def megatron_ratio(fraction):
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
+    P = 4
     print(" m  gpipe/1f1b  interleaved v=2  bubble/ideal (gpipe)")
     for m in (1, 4, 16, 64):
-        plain = bubble_fraction(4, m)
-        inter = bubble_fraction(4, m, schedule="interleaved", chunks=2)
+        plain = bubble_fraction(P, m)
+        inter = "-"  # interleaving runs micro-batches in groups of P
+        if m % P == 0:
+            inter = f"{bubble_fraction(P, m, 'interleaved', 2):.1%}"
         print(
-            f"{m:>2}  {plain:10.1%}  {inter:15.1%}"
+            f"{m:>2}  {plain:10.1%}  {inter:>15}"
             f"  {megatron_ratio(plain):20.3f}"
         )
     # --8<-- [end:demo]

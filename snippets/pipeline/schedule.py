@@ -2,22 +2,31 @@
 
 # --8<-- [start:model]
 from collections import namedtuple
+from fractions import Fraction
 
 from snippets.checks import choice, count
 
-Slot = namedtuple("Slot", "stage start end kind micro")
+Slot = namedtuple("Slot", "stage start end kind micro chunk", defaults=[0])
 KINDS = ("gpipe", "1f1b")
+SCHEDULES = (*KINDS, "interleaved")
 
 
-def _order(stage, stages, microbatches, schedule):
-    """The (kind, micro) work list of one stage, in the order it runs."""
-    forwards = [("F", i) for i in range(microbatches)]
-    backwards = [("B", i) for i in range(microbatches)]
+def _order(stage, stages, microbatches, schedule, chunks):
+    """The (kind, micro, chunk) work list of one stage, in the order it
+    runs."""
+    if schedule == "interleaved":
+        return _interleaved_order(stage, stages, microbatches, chunks)
+    forwards = [("F", i, 0) for i in range(microbatches)]
+    backwards = [("B", i, 0) for i in range(microbatches)]
     if schedule == "gpipe":
         return forwards + backwards
     # 1F1B: warm up with enough forwards to fill the stages below, then
     # alternate one forward and one backward, then drain the backwards.
     warmup = min(stages - 1 - stage, microbatches)
+    return _one_forward_one_backward(forwards, backwards, warmup)
+
+
+def _one_forward_one_backward(forwards, backwards, warmup):
     steady = forwards[warmup:]
     order = forwards[:warmup]
     for i, forward in enumerate(steady):
@@ -25,46 +34,88 @@ def _order(stage, stages, microbatches, schedule):
     return order + backwards[len(steady) :]
 
 
+def _interleaved_order(stage, stages, microbatches, chunks):
+    """Interleaved 1F1B (Narayanan et al. 2021, section 2.2.2): the
+    micro-batches go through in groups of p = stages, each group
+    through chunk 0 of every device, then chunk 1, and so on; the
+    backward passes visit the chunks in reverse. A group is always p
+    micro-batches, hence m must be a multiple of p."""
+    group = stages * chunks
+
+    def unit(k, kind):
+        chunk = (k % group) // stages
+        if kind == "B":
+            chunk = chunks - 1 - chunk
+        return (kind, (k // group) * stages + k % stages, chunk)
+
+    total = microbatches * chunks
+    forwards = [unit(k, "F") for k in range(total)]
+    backwards = [unit(k, "B") for k in range(total)]
+    warmup = min((stages - 1 - stage) * 2 + (chunks - 1) * stages, total)
+    return _one_forward_one_backward(forwards, backwards, warmup)
+
+
 def pipeline_schedule(
-    stages, microbatches, schedule="gpipe", forward=1, backward=2
+    stages, microbatches, schedule="gpipe", forward=1, backward=2, chunks=1
 ):
-    """Every slot of one step as (stage, start, end, kind, micro).
+    """Every slot of one step as (stage, start, end, kind, micro, chunk).
 
     kind is "F" or "B". A stage runs its work list in order; a forward
     waits for the same micro-batch on the stage before it, a backward
     for the stage after it. forward and backward are the times of one
-    micro-batch on one stage, in any unit.
+    micro-batch on one stage, in any unit. The interleaved schedule
+    splits each stage into `chunks` = v pieces of 1/v the time, placed
+    around the pipeline (chunk c of stage s is virtual stage c p + s);
+    it needs microbatches to be a multiple of stages.
     """
-    count("stages", stages)
-    count("microbatches", microbatches)
-    choice("schedule", schedule, KINDS)
+    p = count("stages", stages)
+    m = count("microbatches", microbatches)
+    choice("schedule", schedule, SCHEDULES)
     count("forward", forward)
     count("backward", backward)
-    todo = [_order(s, stages, microbatches, schedule) for s in range(stages)]
-    done = {}  # (stage, kind, micro) -> end time
-    free = [0] * stages
+    v = count("chunks", chunks)
+    if schedule != "interleaved" and v != 1:
+        raise ValueError(
+            f"chunks must be 1 for schedule {schedule!r}, got {chunks!r}"
+        )
+    if schedule == "interleaved" and m % p:
+        raise ValueError(
+            f"microbatches must be a multiple of stages for the interleaved"
+            f" schedule, which runs them in groups of {p}; got {m}"
+        )
+    last = p * v - 1  # the last virtual stage
+    time = {"F": Fraction(forward, v), "B": Fraction(backward, v)}
+    todo = [_order(s, p, m, schedule, v) for s in range(p)]
+    done = {}  # (virtual stage, kind, micro) -> end time
+    free = [0] * p
     slots = []
     while any(todo):
         progressed = False
-        for s in range(stages):
+        for s in range(p):
             if not todo[s]:
                 continue
-            kind, i = todo[s][0]
+            kind, i, chunk = todo[s][0]
+            here = chunk * p + s
             if kind == "F":
-                needs = (s - 1, "F", i) if s > 0 else None
+                needs = (here - 1, "F", i) if here > 0 else None
             else:
-                needs = (s + 1, "B", i) if s < stages - 1 else (s, "F", i)
+                needs = (here + 1, "B", i) if here < last else (here, "F", i)
             if needs is not None and needs not in done:
                 continue
             start = max(free[s], done.get(needs, 0))
-            end = start + (forward if kind == "F" else backward)
-            done[(s, kind, i)] = free[s] = end
-            slots.append(Slot(s, start, end, kind, i))
+            end = start + time[kind]
+            done[(here, kind, i)] = free[s] = end
+            slots.append(Slot(s, _plain(start), _plain(end), kind, i, chunk))
             todo[s].pop(0)
             progressed = True
         if not progressed:  # pragma: no cover - the orders cannot deadlock
             raise RuntimeError("pipeline schedule deadlocked")
     return sorted(slots)
+
+
+def _plain(time):
+    """A whole Fraction as an int, so one-chunk schedules keep ints."""
+    return int(time) if time.denominator == 1 else time
 
 
 def _is_slot(item):
@@ -97,12 +148,14 @@ def idle_fraction(slots):
     stages = 1 + max(slot.stage for slot in slots)
     step = max(slot.end for slot in slots)
     busy = sum(slot.end - slot.start for slot in slots)
-    return 1 - busy / (stages * step)
+    return float(1 - busy / (stages * step))
 
 
 def peak_in_flight(slots, stage):
     """Most micro-batches a stage holds activations for at once: their
-    forward has run on it and their backward has not finished."""
+    forward has run on it and their backward has not finished. Under
+    the interleaved schedule each (micro-batch, chunk) counts once, and
+    holds 1 / chunks of the stage's activations."""
     _check_slots(slots)
     count("stage", stage, minimum=0)
     stages = 1 + max(slot.stage for slot in slots)
@@ -132,12 +185,20 @@ if __name__ == "__main__":
     # --8<-- [start:demo]
     from snippets.pipeline.bubble import bubble_fraction
 
-    for kind in KINDS:
-        slots = pipeline_schedule(4, 8, kind)
-        held = [peak_in_flight(slots, s) for s in range(4)]
+    P, M, V = 4, 8, 2
+    print(f"{P} stages, {M} micro-batches; a forward takes 1, a backward 2")
+    for kind, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", V)):
+        slots = pipeline_schedule(P, M, kind, chunks=v)
+        # activations held, in micro-batches' worth of one stage
+        held = ", ".join(f"{peak_in_flight(slots, s) / v:g}" for s in range(P))
         print(
-            f"{kind:>5}: step {max(s.end for s in slots)} units, idle "
-            f"{idle_fraction(slots):.4f} (formula "
-            f"{bubble_fraction(4, 8, kind):.4f}), in flight per stage {held}"
+            f"{kind:>11}: step {float(max(s.end for s in slots)):4.1f},"
+            f" idle {idle_fraction(slots):.4f} (formula"
+            f" {bubble_fraction(P, M, kind, v):.4f}), in flight per"
+            f" stage [{held}]"
         )
+    try:
+        pipeline_schedule(P, 6, "interleaved", chunks=V)
+    except ValueError as error:
+        print(f"6 micro-batches, interleaved: ValueError: {error}")
     # --8<-- [end:demo]
