@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Pyodide, pinned with its sha512 in package-lock.json (course/pyodide.py)
+PYODIDE := $(VENV)/pyodide/installed.json
 HOST ?= 127.0.0.1:8000
 # torch comes from PyTorch's CPU index by default, as in CI: PyPI's Linux
 # build of the same version pulls several GB of CUDA libraries. Where
@@ -34,15 +36,22 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -c 'import pathlib, site; pathlib.Path(site.getsitepackages()[0], "course-root.pth").write_text("$(CURDIR)\n")'
 	touch $@
 
+$(PYODIDE): package-lock.json | $(STAMP)
+	$(BIN)/python -m course.pyodide install
+	touch $@
+
 .PHONY: setup
-setup: $(STAMP) ## Create .venv and install everything (done on first use)
+setup: $(STAMP) $(PYODIDE) ## Create .venv and install everything (done on first use)
+
+.PHONY: pyodide
+pyodide: $(PYODIDE) ## Install the pinned Pyodide the browser runner ships (npm, else urllib)
 
 .PHONY: serve
-serve: $(STAMP) ## Serve the site on http://127.0.0.1:8000, rebuilding on edits
+serve: $(STAMP) $(PYODIDE) ## Serve the site on http://127.0.0.1:8000, rebuilding on edits
 	$(BIN)/mkdocs serve --dev-addr $(HOST) --livereload
 
 .PHONY: build
-build: $(STAMP) ## Strict build of the site into site/
+build: $(STAMP) $(PYODIDE) ## Strict build of the site into site/
 	$(BIN)/mkdocs build --strict --clean --site-dir site
 
 .PHONY: lint
@@ -55,7 +64,7 @@ browser: $(STAMP) ## Get the Chromium the browser tests drive, if missing
 	$(BIN)/python -m course.browser install
 
 .PHONY: test
-test: $(STAMP) browser ## Every check: lint, strict build, all tests
+test: $(STAMP) $(PYODIDE) browser ## Every check: lint, strict build, all tests
 	$(MAKE) lint
 	$(MAKE) build
 	$(BIN)/pytest
