@@ -243,13 +243,15 @@ export function mountRunner(element, options) {
     const clicked = performance.now();
     run.disabled = true;
     stop.disabled = false;
-    root.dataset.state = "running";
-    status.textContent = "Running…";
+    root.dataset.state = "waiting";
+    status.textContent = "Waiting…";
     let timer = null;
     const onEvent = (event) => {
       if (event.type === "loading") {
+        root.dataset.state = "loading";
         status.textContent = "Loading Python (first run only)…";
       } else if (event.type === "started") {
+        root.dataset.state = "running";
         status.textContent = "Running…";
         clearTimeout(timer);
         timer = setTimeout(() => halt(`time limit of ${limit / 1000} s`), limit);
