@@ -19,7 +19,8 @@ into site/assets/pyodide/ and writes the labs' archive
 (course/runner.py) into site/assets/run/ after every build. Nothing is
 fetched from another host at run time: the worker loads these files.
 
-    python -m course.pyodide install   # if missing or out of date
+    python -m course.pyodide install   # if missing or out of date; and
+                                       # Debian's nodejs, for the tests
     python -m course.pyodide check     # is the installed copy the pinned one?
 """
 
@@ -28,6 +29,7 @@ import base64
 import hashlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -169,6 +171,26 @@ def install(folder=None, lock=LOCK, use_npm=True):
     return check(folder, lock)
 
 
+def ensure_node():
+    """The tests run Pyodide under Node (tests/test_pyodide.py). Where
+    `node` is missing, install Debian's nodejs as root where apt-get
+    exists (as course.browser does for Chromium); else say so."""
+    if shutil.which("node"):
+        return shutil.which("node")
+    as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if as_root and shutil.which("apt-get"):
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        for command in (
+            ["apt-get", "update", "-q"],
+            ["apt-get", "install", "-y", "-q", "nodejs"],
+        ):
+            print("pyodide:", *command)
+            subprocess.run(command, check=False, env=env)
+    if not shutil.which("node"):
+        print("pyodide: no `node` found: tests/test_pyodide.py needs it")
+    return shutil.which("node")
+
+
 def copy_runtime(site_dir, folder=None):
     """Copy the runtime files into site_dir/assets/pyodide/."""
     source = check(folder)
@@ -207,6 +229,7 @@ def main(argv=None):
     try:
         if args.command == "install":
             folder = install(use_npm=not args.no_npm)
+            ensure_node()
         else:
             folder = check()
     except NotInstalled as error:
