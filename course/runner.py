@@ -27,6 +27,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from markupsafe import Markup
+
 from course.cache import closure, imported_modules, module_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -221,13 +223,14 @@ def block_html(source, language="python", session=None, page=None):
     """The HTML to put next to a block: a JSON <script> element that
     run.js's mountAll() finds, or "" when the block is not offered.
     `source` is the block's code after its --8<-- lines are expanded
-    (what the build runs); `page` defaults to the page being built."""
+    (what the build runs); `page` defaults to the page being built.
+    It is Markup, as markdown-exec's own HTML is: Markup + str would
+    escape the str."""
     data = block_data(source, language, session, page)
     if data is None:
-        return ""
+        return Markup("")
     text = json.dumps(data, ensure_ascii=True, sort_keys=True)
     # no "</script>" or "<!--" may end the element early
     text = text.replace("<", "\\u003c").replace(">", "\\u003e")
-    return (
-        f'<script type="application/json" data-course-runner>{text}</script>'
-    )
+    element = '<script type="application/json" data-course-runner>'
+    return Markup(f"{element}{text}</script>")

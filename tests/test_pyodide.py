@@ -16,6 +16,7 @@ import subprocess
 import zipfile
 
 import pytest
+from markupsafe import Markup
 from sybil import Document
 
 from course import execute, pyodide, runner
@@ -301,6 +302,8 @@ def test_block_html_is_one_json_element_or_nothing():
         "archive": runner.archive()[0],
     }
     assert runner.block_html("import torch", session="x", page="p") == ""
+    # next to markdown-exec's HTML (Markup), it stays HTML
+    assert str(Markup("<div></div>") + html).endswith(html)
     pycon = ">>> print(1 + 1)\n2\n"
     data = runner.block_data(pycon, "pycon", page="p")
     assert data["source"].strip() == "print(1 + 1)"
