@@ -176,10 +176,19 @@ def not_offered(code, root=ROOT):
     if labs:
         sources += list(closure(*labs, root=Path(root)).values())
     for source in sources:
-        for name in sorted(imported_modules(source)):
+        names = imported_modules(source)
+        for name in sorted(names):
             top = _top(name)
             if top == SNIPPETS:
                 continue
+            if top == "course":  # the build's own code, not shipped
+                ours = [n for n in names if _top(n) == top]
+                name = max(
+                    (n for n in ours if module_file(n, Path(root))),
+                    key=len,
+                    default=top,
+                )
+                return f"imports {name}, the build's code, not shipped"
             if top not in sys.stdlib_module_names:
                 return f"imports {top}, which the browser's Python lacks"
             if top in NOT_IN_BROWSER:

@@ -70,7 +70,8 @@ def tiny_site(tmp_path_factory):
             zero=html(code, session=session, page="index.md"),
             define=html("x = 21\n", session="demo", page="index.md"),
             use=html("print(x * 2)\n", session="demo", page="index.md"),
-            loop=html(LOOP, page="index.md").replace(
+            # (str: Markup.replace would escape its arguments)
+            loop=str(html(LOOP, page="index.md")).replace(
                 '{"archive"', f'{{"limit": {LIMIT_S}, "archive"'
             ),
         ),
