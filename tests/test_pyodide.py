@@ -88,9 +88,20 @@ def run_in_node(blocks, tmp_path):
     return data["results"], data["loadSeconds"]
 
 
+# Code whose output in Pyodide must equal CPython's (course.execute.run,
+# as in the build): print as markdown-exec captures it.
+PRINTS = (
+    'print("a", 1, 2.5, None, sep=",", end="!\\n")\n'
+    "print()\n"
+    "print(*range(3), end='')\n"
+)
+
+
 @pytest.fixture(scope="module")
 def node_run(tmp_path_factory):
-    """Every offered block, then the edited ZeRO block, in one run."""
+    """Every offered block, then the probes (the edited ZeRO block and
+    PRINTS), in one run: (offered, refused, results, probes), where
+    probes is {id: (code, result)}."""
     offered, refused = [], {}
     for block, code in executed_blocks():
         why = runner.not_offered(code)
@@ -109,25 +120,21 @@ def node_run(tmp_path_factory):
         )
     edited = next(b for b in offered if b["id"].startswith(EDITED_PAGE + ":"))
     assert EDIT[0] in edited["code"], f"{edited['id']} no longer has {EDIT[0]}"
-    change = {
-        "id": "edited",
-        "code": edited["code"].replace(*EDIT),
-        "session": None,
-    }
+    probes = {"edited": edited["code"].replace(*EDIT), "prints": PRINTS}
     jobs = [{k: b[k] for k in ("id", "code", "session")} for b in offered]
-    results, load_s = run_in_node(
-        [*jobs, change], tmp_path_factory.mktemp("node")
-    )
+    jobs += [{"id": k, "code": c, "session": None} for k, c in probes.items()]
+    results, load_s = run_in_node(jobs, tmp_path_factory.mktemp("node"))
     print(f"\nPyodide under Node: loaded in {load_s:.1f} s")
-    return offered, refused, results, change
+    assert [r["id"] for r in results] == [j["id"] for j in jobs]
+    found = {r["id"]: (probes[r["id"]], r) for r in results[len(offered) :]}
+    return offered, refused, results[: len(offered)], found
 
 
 def test_every_offered_block_prints_its_record_in_pyodide(node_run):
     offered, _, results, _ = node_run
     assert len(offered) >= 30, f"only {len(offered)} blocks offered"
     wrong = []
-    for block, result in zip(offered, results, strict=False):
-        assert result["id"] == block["id"]
+    for block, result in zip(offered, results, strict=True):
         if result["error"]:
             wrong.append(
                 f"{block['id']}: raised in Pyodide\n{result['error']}"
@@ -137,7 +144,6 @@ def test_every_offered_block_prints_its_record_in_pyodide(node_run):
                 f"{block['id']}: Pyodide printed\n{result['output']!r}\n"
                 f"the page records\n{block['record']!r}"
             )
-    assert len(results) == len(offered) + 1
     assert not wrong, "\n".join(wrong)
 
 
@@ -157,20 +163,24 @@ def test_the_blocks_not_offered_are_the_listed_ones(node_run):
     assert found == NOT_OFFERED, f"not offered for running:\n{detail}"
 
 
-def test_an_edited_block_prints_what_cpython_prints(node_run):
-    offered, _, results, change = node_run
-    edited = results[-1]
-    assert edited["id"] == "edited" and edited["error"] is None
-    in_cpython = execute.run(
-        change["code"],
-        limit=60,
-        where=lambda: "edited block",
-        session=None,
-        title="edited block",
+def _in_cpython(code):
+    return execute.run(
+        code, limit=60, where=lambda: "probe", session=None, title="probe"
     )
-    assert edited["output"] == in_cpython
+
+
+@pytest.mark.parametrize("probe", ["edited", "prints"])
+def test_pyodide_prints_what_cpython_prints(node_run, probe):
+    code, result = node_run[3][probe]
+    assert result["error"] is None, result["error"]
+    assert result["output"] == _in_cpython(code)
+
+
+def test_the_edit_changes_the_output(node_run):
+    offered, _, _, probes = node_run
     record = next(b for b in offered if b["id"].startswith(EDITED_PAGE))
-    assert edited["output"].rstrip("\n") != record["record"], (
+    edited = probes["edited"][1]["output"]
+    assert edited.rstrip("\n") != record["record"], (
         "the edit changed nothing: it proves nothing"
     )
 
