@@ -19,6 +19,7 @@ from sybil import Document
 
 from course import browser, runner
 from course.fences import ROOT, expand
+from tests.browser import checks
 from tests.browser.checks import Visit
 from tests.docblocks import parse
 
@@ -63,6 +64,8 @@ def tiny_site(tmp_path_factory):
     project = tmp_path_factory.mktemp("runner-site")
     docs = project / "docs"
     shutil.copytree(ROOT / "docs" / "assets" / "run", docs / "assets" / "run")
+    # the site's own stylesheet: the runner is seen as on the real pages
+    shutil.copyfile(ROOT / "docs" / "assets" / "extra.css", docs / "extra.css")
     code, session, _ = zero_block()
     html = runner.block_html
     (docs / "index.md").write_text(
@@ -81,6 +84,8 @@ def tiny_site(tmp_path_factory):
         "site_name: Runner\n"
         "theme:\n  name: material\n  font: false\n"
         "  palette:\n    scheme: default\n"
+        "    primary: indigo\n    accent: indigo\n"
+        "extra_css: [extra.css]\n"
         "plugins: []\n"
         f"hooks:\n  - {ROOT / 'course' / 'pyodide.py'}\n",
         encoding="utf-8",
@@ -206,3 +211,14 @@ def test_the_request_check_sees_what_the_worker_fetches(chromium, tiny_url):
         assert visit.off_host == ["http://192.0.2.1/probe"]
     finally:
         visit.close()
+
+
+def test_the_runner_passes_axe(page):
+    """The editor, the buttons and an error output, as axe-core sees
+    them (its serious rules include text contrast)."""
+    box = _runner(page, 2)
+    box.locator("textarea").fill("raise ValueError('shown')\n")
+    _run(box, state="error")
+    page.page.mouse.move(0, 0)  # no button left in its hover colours
+    problems = checks.axe_problems(page.page)
+    assert not problems, checks.report("runner", problems)
