@@ -1,7 +1,7 @@
 // "Run in your browser": an editor, Run, Stop and Reset buttons and the
 // output, for one lab block. The page loads this module (a few KB);
-// Python (assets/pyodide/, about 13 MB) loads in a worker on the first
-// Run click only, from the site's own files.
+// Python (assets/pyodide/: 13.5 MB, 6.3 MB gzipped) loads in a worker
+// on the first Run click only, from the site's own files.
 //
 //   import { mountRunner, mountAll } from "<site>/assets/run/run.js";
 //   mountRunner(element, { source, session, page, archive });
