@@ -5,11 +5,13 @@ chart and in its caption, all come from lab calls. Pages print them
 through `course.figures.figure(name)`, which caches them.
 """
 
+import math
 from itertools import product
 
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
 from course.svg import INK, PALETTE, figure_html, new_figure, style
+from snippets.activations.memory import GB, activation_bytes_per_gpu
 from snippets.comms.cost import LINKS_GBps, comms_cost
 from snippets.ddp.allreduce import allreduce_bytes
 from snippets.pipeline.bubble import bubble_fraction
@@ -18,6 +20,14 @@ from snippets.pipeline.schedule import (
     idle_fraction,
     peak_in_flight,
     pipeline_schedule,
+)
+from snippets.pipeline.tensor import tp_bytes_per_layer, tp_layer_seconds
+from snippets.walls.walls import (
+    BYTES_MIXED_ADAM,
+    FLOPS_PER_PARAM_TOKEN,
+    MIXED_ADAM,
+    state_GB,
+    training_days,
 )
 from snippets.zero.memory import SHARDED, memory_per_gpu
 
@@ -231,7 +241,7 @@ def schedule():
                     str(s.micro + 1),
                     ha="center",
                     va="center",
-                    fontsize=7,
+                    fontsize=8.5,
                     color="#111111",  # 4.9:1 or more on both bar colours
                 )
             ax.set_yticks(range(p), [f"stage {i + 1}" for i in range(p)])
@@ -247,8 +257,8 @@ def schedule():
                 Patch(color=colors["B"], label="backward"),
             ],
             title="number = micro-batch",
-            title_fontsize=8,
-            fontsize=8,
+            title_fontsize=9,
+            fontsize=9,
             loc="upper right",
             bbox_to_anchor=(1, 1.45),
             ncols=2,
@@ -327,7 +337,7 @@ def comms():
             (cross4, f"{cross4:.1f} GB/s"),
         ):
             ax.axvline(x, color=INK, linestyle=":", linewidth=1)
-            ax.text(x, 0.012, f" {text}", fontsize=8)
+            ax.text(x, 0.012, f" {text}", fontsize=9)
         for i, (link, bw) in enumerate(links.items()):
             t = comms_cost(interconnect_GBps=bw, **COMMS_JOB)["comms_s"]
             ax.plot([bw], [t], "o", color=PALETTE[1], markersize=4)
@@ -337,7 +347,7 @@ def comms():
             ax.annotate(
                 _short(link),
                 (bw, t),
-                fontsize=7.5,
+                fontsize=8.5,
                 ha="left" if below else "right",
                 xytext=(5, -11) if below else (-5, 3),
                 textcoords="offset points",
@@ -354,7 +364,7 @@ def comms():
         ax.set_xlabel("one-way link bandwidth per GPU, GB/s (falling ->)")
         ax.set_ylabel("seconds per optimizer step")
         ax.grid(True)
-        ax.legend(loc="upper left", fontsize=8.5)
+        ax.legend(loc="upper left", fontsize=9)
     slow = runs[-1]["comms_s"]
     return figure_html(
         fig,
@@ -379,6 +389,518 @@ def comms():
     )
 
 
+# --- diagrams ---------------------------------------------------------
+
+DARK_TEXT = "#111111"  # on the palette's fills: 4.9:1 or more
+
+
+def _bar(ax, x, y, width, height, color, text="", **kw):
+    """A filled box with centred text, in data coordinates."""
+    ax.add_patch(
+        Rectangle(
+            (x, y), width, height, facecolor=color, edgecolor="none", **kw
+        )
+    )
+    if text:
+        ax.text(
+            x + width / 2,
+            y + height / 2,
+            text,
+            ha="center",
+            va="center",
+            color=DARK_TEXT,
+        )
+
+
+def _bare(ax):
+    ax.set_axis_off()
+    ax.set_aspect("auto")
+
+
+def ring():
+    n = 4
+    traffic = allreduce_bytes(P7B, 2, n)
+    chunk = traffic["grad_GB"] / n
+    steps = [("reduce-scatter", s) for s in range(n - 1)]
+    steps += [("all-gather", s) for s in range(n - 1)]
+    # Each step a rank sends one chunk, 1/N of the buffer, to the next
+    # rank: 2 (N - 1) chunks are the lab's factor 2 (N - 1) / N.
+    sent = len(steps) * chunk
+    assert math.isclose(sent, traffic["sent_per_rank_GB"])
+    colors = {"reduce-scatter": PALETTE[0], "all-gather": PALETTE[1]}
+    with style():
+        fig = new_figure(6.4, 3.0)
+        ax = fig.add_subplot()
+        for col, (phase, s) in enumerate(steps):
+            for rank in range(n):
+                if phase == "reduce-scatter":
+                    c = (rank - s) % n
+                else:
+                    c = (rank + 1 - s) % n
+                _bar(
+                    ax,
+                    col + 0.05,
+                    rank + 0.08,
+                    0.9,
+                    0.84,
+                    colors[phase],
+                    f"c{c} \u2192 r{(rank + 1) % n}",
+                )
+            ax.text(col + 0.5, -0.15, f"step {col + 1}", ha="center")
+        for rank in range(n):
+            ax.text(-0.1, rank + 0.5, f"rank {rank}", ha="right", va="center")
+        for phase, x0 in (("reduce-scatter", 0), ("all-gather", n - 1)):
+            ax.text(
+                x0 + (n - 1) / 2,
+                n + 0.35,
+                f"{phase}: {n - 1} steps",
+                ha="center",
+                va="center",
+                color=INK,
+            )
+        ax.set_xlim(-1.1, len(steps))
+        ax.set_ylim(n + 0.6, -0.5)
+        _bare(ax)
+    return figure_html(
+        fig,
+        name="ring",
+        title="The steps of a ring all-reduce on four ranks",
+        alt=(
+            f"Grid of {len(steps)} steps for {n} ranks. In each of the "
+            f"first {n - 1} steps, the reduce-scatter, every rank sends "
+            f"one chunk of the gradient to the next rank, which adds it "
+            f"to its own; in the last {n - 1}, the all-gather, every rank "
+            f"passes on a finished chunk. Each cell names the chunk sent "
+            f"and the rank it goes to."
+        ),
+        caption=(
+            f"A ring all-reduce of {n} ranks cuts the gradient into {n} "
+            f"chunks: c2 \u2192 r1 means the rank sends chunk 2 to rank 1. "
+            f"After {n - 1} reduce-scatter steps each rank owns one summed "
+            f"chunk; {n - 1} all-gather steps hand those round. Each rank "
+            f"sends {len(steps)} chunks of 1/{n} of the gradient: for 7B "
+            f"bf16 gradients ({traffic['grad_GB']:g} GB) that is "
+            f"{traffic['sent_per_rank_GB']:g} GB, the factor "
+            f"{traffic['factor']:g} of allreduce_bytes."
+        ),
+    )
+
+
+def _state_parts(strategy, params, world_size):
+    """GB per GPU of (parameters, gradients, optimizer state), each
+    measured with memory_per_gpu by switching the others off."""
+    full = memory_per_gpu(strategy, params, world_size)
+    no_optim = memory_per_gpu(strategy, params, world_size, bytes_optim=0)
+    grads4 = memory_per_gpu(
+        strategy, params, world_size, bytes_grad=4, bytes_optim=0
+    )
+    grad = grads4 - no_optim  # 2 bytes of gradient more
+    parts = (no_optim - grad, grad, full - no_optim)
+    assert math.isclose(sum(parts), full)
+    return parts
+
+
+def zero_stages():
+    n, gpu = 8, 80
+    names = {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2"}
+    names["zero3"] = "ZeRO-3"
+    parts = {s: _state_parts(s, P7B, n) for s in SHARDED}
+    kinds = ("parameters (bf16)", "gradients (bf16)", "optimizer (fp32)")
+    with style():
+        fig = new_figure(6.4, 3.2)
+        ax = fig.add_subplot()
+        rows = list(reversed(SHARDED))
+        for y, s in enumerate(rows):
+            left = 0
+            for kind, gb, color in zip(kinds, parts[s], PALETTE, strict=False):
+                ax.barh(y, gb, left=left, color=color, height=0.62, label=kind)
+                left += gb
+            ax.text(left + 1.5, y, f"{left:.2f} GB", va="center")
+        ax.axvline(gpu, color=INK, linestyle="--", linewidth=1)
+        ax.text(gpu, len(rows) - 0.45, f" one {gpu} GB GPU", va="center")
+        ax.set_yticks(range(len(rows)), [names[s] for s in rows])
+        ax.set_xlim(0, max(sum(p) for p in parts.values()) * 1.2)
+        ax.set_xlabel(f"GB per GPU, 7B model on {n} GPUs")
+        ax.tick_params(left=False)
+        ax.spines["left"].set_visible(False)
+        handles, labels = ax.get_legend_handles_labels()
+        ax.legend(
+            handles[:3],
+            labels[:3],
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.28),
+            ncols=3,
+        )
+    ddp, z1, z2, z3 = (sum(parts[s]) for s in SHARDED)
+    return figure_html(
+        fig,
+        name="zero-stages",
+        title="What each ZeRO stage keeps per GPU",
+        alt=(
+            f"Stacked horizontal bars of gigabytes per GPU for a 7B model "
+            f"on {n} GPUs, split into parameters, gradients and optimizer "
+            f"state. DDP {ddp:.2f} GB, ZeRO-1 {z1:.2f}, ZeRO-2 {z2:.2f}, "
+            f"ZeRO-3 {z3:.2f}; a dashed line marks an {gpu} GB GPU."
+        ),
+        caption=(
+            f"Each stage shards one more part across the {n} GPUs: ZeRO-1 "
+            f"the optimizer state (the widest bar, "
+            f"{parts['ddp'][2]:.0f} GB under DDP), ZeRO-2 the gradients "
+            f"too, ZeRO-3 the parameters as well. Per GPU: {ddp:.2f}, "
+            f"{z1:.2f}, {z2:.2f} and {z3:.2f} GB (memory_per_gpu, 16 bytes "
+            f"per parameter)."
+        ),
+    )
+
+
+def _matrix(ax, x, y, size, t, part, split, color, name):
+    """A weight matrix as a square cut into t slices (split "col" or
+    "row"), the slice `part` filled: the one this GPU holds."""
+    for i in range(t):
+        if split == "col":
+            box = (x + i * size / t, y, size / t, size)
+        else:
+            box = (x, y + i * size / t, size, size / t)
+        ax.add_patch(
+            Rectangle(
+                box[:2],
+                *box[2:],
+                facecolor=color if i == part else "none",
+                edgecolor=INK,
+                linewidth=0.8,
+            )
+        )
+    ax.text(x + size / 2, y + size + 0.12, name, ha="center", va="top")
+
+
+def _arrow(ax, x0, x1, y):
+    ax.annotate(
+        "",
+        (x1, y),
+        (x0, y),
+        arrowprops={"arrowstyle": "->", "color": INK, "linewidth": 1},
+    )
+
+
+def tensor_split():
+    t, h, s = 2, 4096, 4096
+    t8 = 8
+    mb = tp_bytes_per_layer(s, 1, h, t8) / 1e6
+    compute, comms = tp_layer_seconds(s, 1, h, t8, 989 * 0.40, 450)
+    with style():
+        fig = new_figure(6.4, 3.3)
+        ax = fig.add_subplot()
+        size = 1.0
+        for gpu in range(t):
+            y = gpu * 1.9
+            mid = y + size / 2
+            ax.text(-0.15, mid, f"GPU {gpu + 1}", ha="right", va="center")
+            _bar(ax, 0, y + 0.2, 0.6, 0.6, PALETTE[4], "X")
+            _arrow(ax, 0.65, 0.95, mid)
+            _matrix(ax, 1.0, y, size, t, gpu, "col", PALETTE[0], "A: columns")
+            _arrow(ax, 2.05, 2.35, mid)
+            _bar(ax, 2.38, y + 0.2, 1.1, 0.6, PALETTE[0], f"GeLU(XA{gpu + 1})")
+            _arrow(ax, 3.55, 3.9, mid)
+            _matrix(ax, 3.95, y, size, t, gpu, "row", PALETTE[1], "B: rows")
+            _arrow(ax, 5.0, 5.3, mid)
+            _bar(ax, 5.35, y + 0.2, 0.6, 0.6, PALETTE[1], f"Z{gpu + 1}")
+            _arrow(ax, 6.0, 6.3, mid)
+        _bar(ax, 6.35, 0.2, 1.1, 1.9 + 0.6, PALETTE[2], "all-reduce\nZ1 + Z2")
+        ax.text(
+            3.6,
+            3.5,
+            "no communication between the two matmuls",
+            ha="center",
+            va="center",
+        )
+        ax.set_xlim(-0.95, 7.55)
+        ax.set_ylim(3.7, -0.1)
+        _bare(ax)
+    return figure_html(
+        fig,
+        name="tensor-split",
+        title="Tensor parallelism splits the MLP's two matrices",
+        alt=(
+            f"Diagram of one MLP block on {t} GPUs. Each GPU holds the "
+            f"whole input X, one column slice of the first matrix A and "
+            f"the matching row slice of the second matrix B. It computes "
+            f"GeLU of X times its slice of A, multiplies by its slice of "
+            f"B, and the partial results Z1 and Z2 meet in one all-reduce."
+        ),
+        caption=(
+            f"Split A by columns and B by rows, and each GPU runs the "
+            f"whole MLP on its slice with no traffic in between; one "
+            f"all-reduce sums the partial outputs. With t = {t8} and "
+            f"h = {h}, s = {s}, the forward and backward all-reduces of a "
+            f"layer send {mb:.1f} MB per GPU, {comms * 1e3:.2f} ms on "
+            f"NVLink against {compute * 1e3:.2f} ms of compute "
+            f"(tp_bytes_per_layer, tp_layer_seconds)."
+        ),
+    )
+
+
+def accumulation():
+    link = LINKS_GBps["InfiniBand HDR, 200 Gb/s"]
+    share = FLOPS_PER_PARAM_TOKEN["forward"] / sum(
+        FLOPS_PER_PARAM_TOKEN.values()
+    )
+    runs = {
+        k: comms_cost(interconnect_GBps=link, accum_steps=k, **COMMS_JOB)
+        for k in (1, 4)
+    }
+    with style():
+        fig = new_figure(6.4, 2.6)
+        ax = fig.add_subplot()
+        for row, (k, r) in enumerate(runs.items()):
+            micro = r["compute_s"] / k
+            x = 0
+            for _ in range(k):
+                fwd, bwd = micro * share, micro * (1 - share)
+                _bar(ax, x, row + 0.15, fwd, 0.7, PALETTE[0], "F")
+                _bar(ax, x + fwd, row + 0.15, bwd, 0.7, PALETTE[1], "B")
+                x += micro
+            _bar(
+                ax,
+                x,
+                row + 0.15,
+                r["comms_s"],
+                0.7,
+                PALETTE[2],
+                "all-reduce",
+            )
+            x += r["comms_s"]
+            ax.plot([x, x], [row + 0.05, row + 0.95], color=INK, linewidth=2)
+            ax.text(x, row + 0.5, " step", va="center")
+        ax.set_yticks([0.5, 1.5], [f"K = {k}" for k in runs], fontsize=10)
+        ax.set_ylim(2, 0)
+        ax.set_xlabel("seconds of one optimizer step on one rank")
+        ax.tick_params(left=False)
+        ax.spines["left"].set_visible(False)
+        ax.set_xlim(
+            0, max(r["compute_s"] + r["comms_s"] for r in runs.values()) * 1.12
+        )
+    waits = {
+        k: r["comms_s"] / (r["compute_s"] + r["comms_s"])
+        for k, r in runs.items()
+    }
+    one = runs[1]
+    return figure_html(
+        fig,
+        name="accumulation",
+        title="One optimizer step with and without gradient accumulation",
+        alt=(
+            f"Two timelines of one rank. With K = 1 one forward and one "
+            f"backward pass take {one['compute_s']:.2f} s and the "
+            f"all-reduce that follows {one['comms_s']:.2f} s. With K = 4 "
+            f"four forward and backward pairs run back to back, then the "
+            f"same all-reduce, then the optimizer step."
+        ),
+        caption=(
+            f"Accumulation runs K micro-batches, forward (F) and backward "
+            f"(B), before one all-reduce and one optimizer step. For the "
+            f"64-GPU 7B job of the comms page on {link:g} GB/s "
+            f"InfiniBand, the all-reduce takes {one['comms_s']:.2f} s "
+            f"either way: {waits[1]:.0%} of the step with K = 1, "
+            f"{waits[4]:.0%} with K = 4 (comms_cost)."
+        ),
+    )
+
+
+def walls():
+    gpu, peak, mfu, tokens = 80, 989, 0.40, 2_000_000_000_000
+    parts = {what: state_GB(P7B, size) for what, size in MIXED_ADAM.items()}
+    total = state_GB(P7B)
+    gpus = (1, 64, 1024)
+    days = [training_days(P7B, tokens, g, peak, mfu) for g in gpus]
+    short = ("weights", "grads", "master", "moment 1", "moment 2")
+    with style():
+        fig = new_figure(6.4, 3.6)
+        top, bottom = fig.subplots(2, 1, height_ratios=(1, 1.3))
+        left = 0
+        for name, gb, color in zip(
+            short, parts.values(), PALETTE, strict=False
+        ):
+            top.barh(0, gb, left=left, color=color, height=0.6)
+            top.text(
+                left + gb / 2,
+                0,
+                name,
+                ha="center",
+                va="center",
+                color=DARK_TEXT,
+                rotation=0 if gb > 20 else 90,
+                fontsize=9,
+            )
+            left += gb
+        top.axvline(gpu, color=INK, linestyle="--", linewidth=1)
+        top.text(gpu, 0.45, f" one H100: {gpu} GB", va="bottom")
+        top.text(total, 0, f" {total:.0f} GB", va="center")
+        top.set_xlim(0, total * 1.25)
+        top.set_yticks([])
+        top.set_title("memory: 7B training state", loc="left")
+        top.set_xlabel("GB")
+        bottom.barh(range(len(gpus)), days, color=PALETTE[0], height=0.6)
+        for y, d in enumerate(days):
+            bottom.text(d * 1.1, y, f"{d:,.1f} days", va="center")
+        bottom.set_xscale("log")
+        bottom.set_xlim(1, max(days) * 20)
+        ticks = [1, 10, 100, 1000, 10000]
+        bottom.set_xticks(ticks, [f"{v:,}" for v in ticks])
+        bottom.minorticks_off()
+        bottom.set_yticks(
+            range(len(gpus)), [f"{g} GPU{'s' * (g > 1)}" for g in gpus]
+        )
+        bottom.set_ylim(len(gpus) - 0.5, -0.5)
+        bottom.set_title("time: 2T tokens at 40% of 989 TFLOP/s", loc="left")
+        bottom.set_xlabel("days (log scale)")
+        for ax in (top, bottom):
+            ax.tick_params(left=False)
+            ax.spines["left"].set_visible(False)
+    return figure_html(
+        fig,
+        name="walls",
+        title="The memory wall and the time wall for a 7B model",
+        alt=(
+            f"Two bar charts. Top: the {total:.0f} GB training state of a "
+            f"7B model in five parts, weights, gradients, fp32 master "
+            f"copy and two Adam moments, past a dashed line at one "
+            f"{gpu} GB GPU. Bottom: days to train on 2 trillion tokens, "
+            f"{days[0]:,.0f} on one GPU, {days[1]:,.1f} on 64 and "
+            f"{days[2]:,.1f} on 1024, on a log scale."
+        ),
+        caption=(
+            f"Two walls. The training state of a 7B model, "
+            f"{BYTES_MIXED_ADAM} bytes per parameter, takes {total:.0f} GB "
+            f"and no {gpu} GB GPU holds it; and one GPU would train it on "
+            f"2T tokens for {days[0]:,.0f} days, {days[2]:,.1f} on "
+            f"{gpus[2]} (state_GB, training_days)."
+        ),
+    )
+
+
+def activations():
+    seven_b = {"seq_len": 4096, "micro_batch": 1, "hidden": 4096}
+    cases = (
+        ("all stored", {}),
+        ("FlashAttention", {"flash_attention": True}),
+        ("selective recompute", {"recompute": "selective"}),
+        ("full recompute", {"recompute": "full"}),
+        (
+            "TP 8 + SP, Flash",
+            {
+                "tp": 8,
+                "sequence_parallel": True,
+                "flash_attention": True,
+            },
+        ),
+    )
+    gbs = [
+        activation_bytes_per_gpu(32, heads=32, **seven_b, **extra) / GB
+        for _, extra in cases
+    ]
+    state = state_GB(P7B)
+    with style():
+        fig = new_figure(6.4, 3.0)
+        ax = fig.add_subplot()
+        ys = range(len(cases))
+        ax.barh(ys, gbs, color=PALETTE[0], height=0.6)
+        for y, gb in zip(ys, gbs, strict=True):
+            inside = gb > max(gbs) / 2  # clear of the dashed line
+            ax.text(
+                gb - 1.5 if inside else gb + 1.5,
+                y,
+                f"{gb:.2f} GB",
+                va="center",
+                ha="right" if inside else "left",
+                color=DARK_TEXT if inside else INK,
+            )
+        ax.axvline(state, color=INK, linestyle="--", linewidth=1)
+        ax.text(
+            state,
+            len(cases) - 0.35,
+            f"training state {state:.0f} GB ",
+            ha="right",
+            va="center",
+        )
+        ax.set_yticks(ys, [name for name, _ in cases])
+        ax.set_ylim(len(cases) - 0.1, -0.5)
+        ax.set_xlim(0, max(max(gbs), state) * 1.2)
+        ax.set_xlabel("GB of activations, 7B, one 4096-token sequence")
+        ax.tick_params(left=False)
+        ax.spines["left"].set_visible(False)
+    return figure_html(
+        fig,
+        name="activations",
+        title="Activation memory of a 7B model under each remedy",
+        alt=(
+            f"Horizontal bars of activation gigabytes for one 4096-token "
+            f"sequence through a 7B model: all stored {gbs[0]:.2f}, "
+            f"FlashAttention {gbs[1]:.2f}, selective recomputation "
+            f"{gbs[2]:.2f}, full recomputation {gbs[3]:.2f}, tensor "
+            f"parallel 8 with sequence parallelism {gbs[4]:.2f}. A dashed "
+            f"line marks the {state:.0f} GB training state."
+        ),
+        caption=(
+            f"Stored in full, one sequence's activations take "
+            f"{gbs[0]:.2f} GB, close to the {state:.0f} GB of weights, "
+            f"gradients and Adam state; dropping the attention scores "
+            f"leaves {gbs[1]:.2f} GB and full recomputation "
+            f"{gbs[3]:.2f} GB (activation_bytes_per_gpu)."
+        ),
+    )
+
+
+# The lesson in reading order: (page, title, what it adds). The titles
+# are mkdocs.yml's nav, shortened (tests/test_figures.py checks the
+# order against the nav).
+COURSE_MAP = (
+    ("walls.md", "1. One GPU is not enough", "the memory and time walls"),
+    ("parallelism.md", "2. Three ways to split", "data, tensor, pipeline"),
+    ("ddp.md", "3. Data parallel, DDP", "the ring all-reduce, in bytes"),
+    ("zero.md", "4. ZeRO and FSDP", "shard the training state"),
+    ("activations.md", "4b. Activations", "recompute to save memory"),
+    ("pipeline.md", "5. Tensor, pipeline", "split layers; the bubble"),
+    ("accumulation.md", "6. Accumulation", "big batch, small memory"),
+    ("comms.md", "7. Communication", "when the link sets the pace"),
+    ("strategy.md", "8. Choosing a strategy", "climb only when forced"),
+    ("planner.md", "8b. Plan a job", "every layout, ranked"),
+    ("torchrun.md", "DDP and FSDP, torchrun", "the real thing, measured"),
+)
+
+
+def course_map():
+    n = len(COURSE_MAP)
+    with style():
+        fig = new_figure(4.8, 0.4 * n + 0.1)
+        ax = fig.add_subplot()
+        for i, (_, title, adds) in enumerate(COURSE_MAP):
+            color = PALETTE[1] if i == n - 1 else PALETTE[0]
+            _bar(ax, 0, i + 0.1, 2.3, 0.8, color)
+            ax.text(
+                0.08, i + 0.5, title, va="center", color=DARK_TEXT, fontsize=11
+            )
+            ax.text(2.38, i + 0.5, adds, va="center", fontsize=11)
+        ax.set_xlim(0, 4.8)
+        ax.set_ylim(n, 0)
+        _bare(ax)
+    return figure_html(
+        fig,
+        name="course-map",
+        title="Map of the course",
+        alt=(
+            f"A column of {n} boxes, the pages in reading order, each "
+            f"with what it adds: "
+            + "; ".join(f"{t}: {a}" for _, t, a in COURSE_MAP)
+            + "."
+        ),
+        caption=(
+            f"The {n} pages in reading order, and what each one adds. "
+            f"Each page builds on the one above it; the last runs DDP and "
+            f"FSDP for real under torchrun."
+        ),
+    )
+
+
 # name on the page -> function
 CHARTS = {
     "allreduce-factor": allreduce_factor,
@@ -386,4 +908,11 @@ CHARTS = {
     "bubble": bubble,
     "schedule": schedule,
     "comms": comms,
+    "ring": ring,
+    "zero-stages": zero_stages,
+    "tensor-split": tensor_split,
+    "accumulation": accumulation,
+    "walls": walls,
+    "activations": activations,
+    "course-map": course_map,
 }

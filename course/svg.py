@@ -15,6 +15,7 @@ things make that work:
 
 import html
 import io
+import math
 import re
 
 import matplotlib
@@ -23,6 +24,10 @@ matplotlib.use("svg")  # no GUI backend, nothing else to import
 
 from matplotlib.figure import Figure  # noqa: E402
 
+# Chart text is never drawn smaller than this many CSS px: a chart whose
+# smallest font would shrink below it at the column's width gets a
+# min-width, and scrolls sideways in its own box instead of shrinking.
+MIN_TEXT_PX = 11
 INK = "#0a0b0c"  # sentinel for "the page's text colour"; never a data colour
 # Series colours: at least 3:1 contrast on white and on Material's slate.
 PALETTE = ("#3a87c8", "#d9641e", "#1f9a5a", "#b8479a", "#7a6fd0")
@@ -100,5 +105,17 @@ def figure_html(fig, *, name, title, alt, caption):
     svg = labelled + svg[len(opening) :]
     return (
         f'<figure class="diagram chart" id="figure-{name}">'
-        f"{svg}<figcaption>{html.escape(caption)}</figcaption></figure>"
+        f'<div class="figure-scroll" tabindex="0" role="group" '
+        f'aria-label="{html.escape(title)}, scrolls sideways when narrow" '
+        f'style="--figure-min-width: {min_width(svg)}px">'
+        f"{svg}</div><figcaption>{html.escape(caption)}</figcaption>"
+        "</figure>"
     )
+
+
+def min_width(svg):
+    """CSS px below which the smallest text of `svg` is under
+    MIN_TEXT_PX (user units are scaled by width / viewBox width)."""
+    view = float(re.search(r'viewBox="[\d.]+ [\d.]+ ([\d.]+)', svg)[1])
+    sizes = [float(s) for s in re.findall(r"font-size: ?([\d.]+)px", svg)]
+    return math.ceil(view * MIN_TEXT_PX / min(sizes))
