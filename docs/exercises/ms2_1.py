@@ -152,3 +152,17 @@ print(
     f" GB\n(and plan then picks {full['strategy']}), at the price of a "
     "second forward pass."
 )
+
+# %% [markdown]
+# ## What you found
+#
+# The memory sum settles the starting rung before any training runs:
+# DDP's full copy of the training state does not fit one card, and
+# sharding it with ZeRO-3 does, already on the smallest cluster. Adding
+# GPUs after that buys speed, not room. The next questions are the ones
+# the sum left out: the activations, which
+# [recomputation](../../activations/) trades for compute, and the cost
+# of the extra all-gathers, which the
+# [communication page](../../comms/) and the next exercise,
+# [MS2.2](../ms2_2/), put in seconds. The
+# [strategy page](../../strategy/) climbs the same ladder in general.

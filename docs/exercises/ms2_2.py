@@ -127,3 +127,17 @@ for link, gbps in LINKS_GBps.items():
 # critical batch size, bigger steps stop paying for themselves, so on a
 # slow link accumulation buys back utilisation at the cost of
 # optimization. The honest fix for 10 Gb/s Ethernet is a faster network.
+
+# %% [markdown]
+# ## What you found
+#
+# Whether a data-parallel job waits on its network is one ratio: the
+# seconds of the all-reduce against the seconds of compute per
+# optimizer step. Fast links inside a node leave the job
+# compute-bound; the slower the link, the more micro-batches each step
+# must accumulate to hide the all-reduce, and the larger the batch the
+# optimizer sees. The [accumulation page](../../accumulation/) shows
+# that step as a timeline, and the
+# [communication page](../../comms/) draws the whole sweep of links.
+# To size a full job, with tensor and pipeline parallelism too, go on
+# to [Plan a job](../../planner/).
