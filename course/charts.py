@@ -5,7 +5,9 @@ chart and in its caption, all come from lab calls. Pages print them
 through `course.figures.figure(name)`, which caches them.
 """
 
+import inspect
 import math
+import textwrap
 from itertools import product
 
 from matplotlib.patches import Patch, Rectangle
@@ -22,6 +24,7 @@ from snippets.pipeline.schedule import (
     pipeline_schedule,
 )
 from snippets.pipeline.tensor import tp_bytes_per_layer, tp_layer_seconds
+from snippets.strategy.choose import choose_strategy
 from snippets.walls.walls import (
     BYTES_MIXED_ADAM,
     FLOPS_PER_PARAM_TOKEN,
@@ -671,7 +674,7 @@ def accumulation():
             x += r["comms_s"]
             ax.plot([x, x], [row + 0.05, row + 0.95], color=INK, linewidth=2)
             ax.text(x, row + 0.5, " step", va="center")
-        ax.set_yticks([0.5, 1.5], [f"K = {k}" for k in runs], fontsize=10)
+        ax.set_yticks([0.5, 1.5], [f"A = {k}" for k in runs], fontsize=10)
         ax.set_ylim(2, 0)
         ax.set_xlabel("seconds of one optimizer step on one rank")
         ax.tick_params(left=False)
@@ -689,19 +692,19 @@ def accumulation():
         name="accumulation",
         title="One optimizer step with and without gradient accumulation",
         alt=(
-            f"Two timelines of one rank. With K = 1 one forward and one "
+            f"Two timelines of one rank. With A = 1 one forward and one "
             f"backward pass take {one['compute_s']:.2f} s and the "
-            f"all-reduce that follows {one['comms_s']:.2f} s. With K = 4 "
+            f"all-reduce that follows {one['comms_s']:.2f} s. With A = 4 "
             f"four forward and backward pairs run back to back, then the "
             f"same all-reduce, then the optimizer step."
         ),
         caption=(
-            f"Accumulation runs K micro-batches, forward (F) and backward "
+            f"Accumulation runs A micro-batches, forward (F) and backward "
             f"(B), before one all-reduce and one optimizer step. For the "
             f"64-GPU 7B job of the comms page on {link:g} GB/s "
             f"InfiniBand, the all-reduce takes {one['comms_s']:.2f} s "
-            f"either way: {waits[1]:.0%} of the step with K = 1, "
-            f"{waits[4]:.0%} with K = 4 (comms_cost)."
+            f"either way: {waits[1]:.0%} of the step with A = 1, "
+            f"{waits[4]:.0%} with A = 4 (comms_cost)."
         ),
     )
 
@@ -916,3 +919,107 @@ CHARTS = {
     "activations": activations,
     "course-map": course_map,
 }
+
+
+def _question(name):
+    return name.replace("_", " ").replace("gpu", "GPU") + "?"
+
+
+def strategy_chain():
+    """choose_strategy's decisions as a chain of yes/no questions,
+    found by asking the function itself: every consistent combination
+    of its flags is tried, and at each point the question whose one
+    answer settles the most combinations is asked next. Returns
+    [(question, answer that settles it, rung), ...] and the last rung."""
+    names = list(inspect.signature(choose_strategy).parameters)
+    combos = {}
+    for values in product((True, False), repeat=len(names)):
+        try:
+            combos[values] = choose_strategy(*values)
+        except ValueError:  # a combination the function refuses
+            continue
+    chain, asked = [], set()
+    while len(set(combos.values())) > 1:
+        best = None
+        for i, answer in product(range(len(names)), (True, False)):
+            if i in asked:
+                continue
+            part = {v: r for v, r in combos.items() if v[i] == answer}
+            settled = part and len(set(part.values())) == 1
+            if settled and (best is None or len(part) > len(best[2])):
+                best = (i, answer, part)
+        if best is None:
+            raise ValueError("choose_strategy is no chain of questions")
+        i, answer, part = best
+        asked.add(i)
+        chain.append((_question(names[i]), answer, next(iter(part.values()))))
+        combos = {v: r for v, r in combos.items() if v not in part}
+    return chain, next(iter(combos.values()))
+
+
+def strategy():
+    chain, last = strategy_chain()
+    rows = len(chain) + 1
+    with style():
+        fig = new_figure(6.4, 0.95 * rows + 0.2)
+        ax = fig.add_subplot()
+        for y, (question, answer, rung) in enumerate(chain):
+            _bar(ax, 0, y + 0.15, 2.4, 0.6, PALETTE[4], question)
+            _arrow(ax, 2.45, 3.05, y + 0.45)
+            ax.text(
+                2.75,
+                y + 0.38,
+                "yes" if answer else "no",
+                ha="center",
+                va="bottom",
+            )
+            _bar(
+                ax,
+                3.1,
+                y + 0.05,
+                3.3,
+                0.8,
+                PALETTE[0],
+                textwrap.fill(rung, 34, break_on_hyphens=False),
+            )
+            ax.annotate(
+                "",
+                (1.2, y + 1.15),
+                (1.2, y + 0.75),
+                arrowprops={"arrowstyle": "->", "color": INK},
+            )
+            ax.text(1.3, y + 0.95, "no" if answer else "yes", va="center")
+        _bar(
+            ax,
+            0,
+            len(chain) + 0.15,
+            6.4,
+            0.7,
+            PALETTE[0],
+            textwrap.fill(last, 70),
+        )
+        ax.set_xlim(0, 6.4)
+        ax.set_ylim(rows, 0)
+        _bare(ax)
+    return figure_html(
+        fig,
+        name="strategy",
+        title="The strategy ladder as yes-or-no questions",
+        alt=(
+            "Flowchart of choose_strategy. "
+            + " ".join(
+                f"{q} If {'yes' if a else 'no'}: {r}. Otherwise:"
+                for q, a, r in chain
+            )
+            + f" {last}."
+        ),
+        caption=(
+            f"Ask the {len(chain)} questions top to bottom and stop at the "
+            f"first answer that names a rung. The chart is made by asking "
+            f"choose_strategy itself every consistent combination of "
+            f"answers, so it changes when the function's rules do."
+        ),
+    )
+
+
+CHARTS["strategy"] = strategy

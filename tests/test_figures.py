@@ -270,3 +270,43 @@ def test_a_lab_edited_while_serving_is_drawn_from_its_new_source(tmp_path):
     )
     html = python(code, project)
     assert f"{bubble_fraction(4, 16) / 2:.1%}" in html
+
+
+# --- the diagrams -----------------------------------------------------
+
+
+def test_new_figures_state_the_labs_numbers(figures):
+    ring = allreduce_bytes(charts.P7B, 2, 4)
+    assert f"that is {ring['sent_per_rank_GB']:g} GB" in figures["ring"]
+    for s in ("ddp", "zero1", "zero2", "zero3"):
+        gb = memory_per_gpu(s, charts.P7B, 8)
+        assert f"{gb:.2f}" in figures["zero-stages"], s
+        assert math.isclose(sum(charts._state_parts(s, charts.P7B, 8)), gb)
+
+
+def test_course_map_follows_the_nav():
+    from tests.browser.test_browser_figures import lesson_files
+
+    assert [page for page, _, _ in charts.COURSE_MAP] == lesson_files()[1:]
+
+
+def test_strategy_chart_asks_what_choose_strategy_answers():
+    from snippets.strategy.choose import choose_strategy
+
+    chain, last = charts.strategy_chain()
+    # Walking the chain with any consistent answers gives the function's
+    # own answer.
+    names = ["state_fits_one_gpu", "layer_fits_one_gpu", "multi_node"]
+    assert [q for q, _, _ in chain] == [charts._question(n) for n in names]
+    for model, state, layer, multi in product((True, False), repeat=4):
+        try:
+            want = choose_strategy(model, state, layer, multi)
+        except ValueError:  # inconsistent answers
+            continue
+        answers = dict(zip(names, (state, layer, multi), strict=True))
+        got = last
+        for (_, answer, rung), name in zip(chain, names, strict=True):
+            if answers[name] == answer:
+                got = rung
+                break
+        assert got == want, answers

@@ -13,7 +13,6 @@ clean one, so that a pass on the site means something.
 """
 
 import pytest
-import yaml
 
 from course import browser
 from tests.browser import checks
@@ -22,30 +21,36 @@ VIEWPORTS = {"laptop": (1280, 800), "phone": (390, 844)}
 MIN_TEXT_PX = 11
 
 
+def lesson_files():
+    """The home page, the Lesson section of the nav and torchrun."""
+    nav = browser.mkdocs_config().nav
+    lesson = next(e["Lesson"] for e in nav if "Lesson" in e)
+    return ["index.md", *(next(iter(e.values())) for e in lesson)] + [
+        "torchrun.md"
+    ]
+
+
 def lesson_pages():
-    """Site paths of the home page, the Lesson section and torchrun."""
-    config = yaml.load(
-        browser.MKDOCS_YML.read_text(encoding="utf-8"),
-        Loader=browser._IgnoreTags,
-    )
-    files = ["index.md", "torchrun.md"]
-    for entry in config["nav"]:
-        if isinstance(entry, dict) and "Lesson" in entry:
-            files += [next(iter(e.values())) for e in entry["Lesson"]]
-    return sorted({browser._url_of(f) for f in files})
+    """Their site paths: 'walls.md' -> 'walls/', 'index.md' -> ''."""
+    return [
+        "" if f == "index.md" else f.removesuffix(".md") + "/"
+        for f in lesson_files()
+    ]
 
 
 LESSONS = lesson_pages()
 PAGES = browser.pages()
 NOTEBOOKS = [p for p in PAGES if p.startswith("exercises/ms")]
 
-_FIGURE_JS = """() => {
+_FIGURE_JS = r"""() => {
   const root = document.querySelector('@CONTENT@') || document.body;
   const found = [...root.querySelectorAll('figure')].filter((f) => {
     const img = f.querySelector('svg[role="img"], img');
     if (!img) return false;
     const alt = img.getAttribute('aria-label') || img.getAttribute('alt')
-      || '';
+      || (img.getAttribute('aria-labelledby') || '').split(/\s+/)
+        .map((id) => (document.getElementById(id) || {}).textContent)
+        .join(' ').trim();
     const cap = f.querySelector('figcaption');
     return alt.trim().length > 0 && cap && cap.textContent.trim();
   });
@@ -228,6 +233,9 @@ def test_figure_detector(tiny):
     assert figure_count(tiny(f"<figure>{chart}</figure>")) == 0  # no caption
     unnamed = good.replace('aria-label="a chart"', "")
     assert figure_count(tiny(unnamed)) == 0
+    labelled = unnamed.replace("<text", '<title id="t">A chart</title><text')
+    labelled = labelled.replace("<svg", '<svg aria-labelledby="t"')
+    assert figure_count(tiny(labelled)) == 1
     assert figure_count(tiny("<p>prose only</p>")) == 0
 
 
