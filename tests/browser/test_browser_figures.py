@@ -117,7 +117,10 @@ _OVERFLOW_JS = """() => {
 
 
 def _run(page, script, *args):
-    return page.evaluate(checks._js(script), *args)
+    script = script.replace("@CONTENT@", checks.CONTENT)
+    return page.evaluate(
+        script.replace("@ICONS@", checks.ICON_SVG_ANCESTORS), *args
+    )
 
 
 def figure_count(page):
