@@ -24,6 +24,8 @@ from snippets.pipeline.schedule import (
     pipeline_schedule,
 )
 from snippets.pipeline.tensor import tp_bytes_per_layer, tp_layer_seconds
+from snippets.planner.layouts import plan_layouts
+from snippets.planner.model import MODELS, cluster
 from snippets.strategy.choose import choose_strategy
 from snippets.walls.walls import (
     BYTES_MIXED_ADAM,
@@ -32,7 +34,8 @@ from snippets.walls.walls import (
     state_GB,
     training_days,
 )
-from snippets.zero.memory import SHARDED, memory_per_gpu
+from snippets.zero.memory import ALIASES, SHARDED, memory_per_gpu
+from snippets.zero.traffic import COLLECTIVES, comm_bytes
 
 P7B = 7_000_000_000  # the 7B model used across the lesson
 # The job of the comms lab demo: 64-way DDP on H100s at 40% of the
@@ -1023,3 +1026,123 @@ def strategy():
 
 
 CHARTS["strategy"] = strategy
+
+
+def torchrun():
+    n = 2  # the CPU run on the page: two ranks
+    pair = ("ddp", "fsdp")
+    held = {s: memory_per_gpu(s, P7B, n) for s in pair}
+    sent = {s: comm_bytes(s, P7B, n) for s in pair}
+    names = {"ddp": "DDP", "fsdp": "FSDP"}
+    steps = {s: COLLECTIVES[ALIASES.get(s, s)] for s in pair}
+    with style():
+        fig = new_figure(6.4, 2.9)
+        left, right = fig.subplots(1, 2, sharey=True)
+        ys = range(len(pair))
+        for ax, values, color, title in (
+            (left, held, PALETTE[0], "held per rank"),
+            (right, sent, PALETTE[1], "sent per rank per step"),
+        ):
+            ratios = [values[s] / values["ddp"] for s in pair]
+            ax.barh(ys, ratios, color=color, height=0.55)
+            for y, r in zip(ys, ratios, strict=True):
+                ax.text(r + 0.04, y, f"{r:g}x", va="center")
+            ax.set_xlim(0, 2)
+            ax.set_title(title, loc="left")
+            ax.set_xlabel("times DDP's")
+            ax.tick_params(left=False)
+            ax.spines["left"].set_visible(False)
+        left.set_yticks(ys, [names[s] for s in pair])
+        left.set_ylim(len(pair) - 0.4, -0.9)
+        for y, s in zip(ys, pair, strict=True):
+            right.text(0.04, y - 0.42, " + ".join(steps[s]), fontsize=9)
+    mem = held["fsdp"] / held["ddp"]
+    traffic = sent["fsdp"] / sent["ddp"]
+    return figure_html(
+        fig,
+        name="torchrun",
+        title="What FSDP trades against DDP on two ranks",
+        alt=(
+            f"Two bar charts for {n} ranks. Model state held per rank: "
+            f"DDP 1x, FSDP {mem:g}x. Bytes sent per rank per step: DDP "
+            f"1x, in a reduce-scatter and an all-gather; FSDP "
+            f"{traffic:g}x, in two all-gathers and a reduce-scatter."
+        ),
+        caption=(
+            f"The prediction the run below checks: on {n} ranks FSDP "
+            f"keeps {mem:g} of DDP's model state per rank and sends "
+            f"{traffic:g} times its bytes, because it gathers the weights "
+            f"again for the backward pass (memory_per_gpu, comm_bytes; "
+            f"the ratios hold for any model size)."
+        ),
+    )
+
+
+PLANNER_JOB = {"global_batch_tokens": 4 * 1024 * 1024, "micro_batch": 1}
+
+
+def planner():
+    nodes = cluster("h100-80gb", 8)
+    plan = plan_layouts(MODELS["llama3-70b"], nodes, PLANNER_JOB)
+    ranked = plan["ranked"]
+    gpu = nodes["gpu_memory_GB"]
+    fit = [r for r in ranked if r["fits"]]
+    over = [r for r in ranked if not r["fits"]]
+    best = max(fit, key=lambda r: r["tokens_per_s"])
+    with style():
+        fig = new_figure(6.4, 3.4)
+        ax = fig.add_subplot()
+        for rows, color, marker, label in (
+            (fit, PALETTE[0], "o", f"fits ({len(fit)})"),
+            (over, PALETTE[1], "x", f"does not fit ({len(over)})"),
+        ):
+            ax.plot(
+                [r["memory_per_gpu_GB"]["total"] for r in rows],
+                [r["tokens_per_s"] / 1000 for r in rows],
+                marker,
+                color=color,
+                markersize=4,
+                label=label,
+                linestyle="none",
+            )
+        ax.axvline(gpu, color=INK, linestyle="--", linewidth=1)
+        ax.text(gpu, 0.02, f" {gpu} GB", transform=ax.get_xaxis_transform())
+        x, y = best["memory_per_gpu_GB"]["total"], best["tokens_per_s"]
+        ax.annotate(
+            "fastest that fits",
+            (x, y / 1000),
+            xytext=(-30, 12),
+            textcoords="offset points",
+            ha="right",
+            arrowprops={"arrowstyle": "->", "color": INK, "linewidth": 1},
+        )
+        ax.set_xscale("log")
+        ticks = [20, 50, 100, 200, 500, 1000]
+        ax.set_xticks(ticks, [str(v) for v in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel("GB per GPU (log scale)")
+        ax.set_ylabel("thousand tokens/s")
+        ax.grid(True)
+        ax.legend(loc="lower right")
+    return figure_html(
+        fig,
+        name="planner",
+        title="Every layout the planner tried for Llama 3 70B",
+        alt=(
+            f"Scatter of {len(ranked)} layouts of Llama 3 70B on 64 "
+            f"H100s: memory per GPU on a log scale against throughput. "
+            f"{len(fit)} fit under a dashed line at {gpu} GB; the "
+            f"fastest of them runs "
+            f"{y:,.0f} tokens/s at {x:.1f} GB per GPU."
+        ),
+        caption=(
+            f"The planner scores all {len(ranked)} layouts; {len(fit)} "
+            f"fit in memory. The fastest that fits, "
+            f"{y:,.0f} tokens/s at {x:.1f} GB per GPU, is the answer at "
+            f"the top of the page (plan_layouts)."
+        ),
+    )
+
+
+CHARTS["torchrun"] = torchrun
+CHARTS["planner"] = planner
