@@ -397,7 +397,25 @@ def comms():
 
 # --- diagrams ---------------------------------------------------------
 
-DARK_TEXT = "#111111"  # on the palette's fills: 4.9:1 or more
+DARK_TEXT = "#111111"  # on the palette's fills but one: 4.9:1 or more
+
+
+def _luminance(colour):
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = (
+        c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+        for c in channels
+    )
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def text_on(fill):
+    """DARK_TEXT or white, whichever contrasts more with `fill` (WCAG
+    ratio; PALETTE[3] needs white)."""
+    fill_l = _luminance(fill)
+    dark = (fill_l + 0.05) / (_luminance(DARK_TEXT) + 0.05)
+    light = 1.05 / (fill_l + 0.05)
+    return DARK_TEXT if dark >= light else "#ffffff"
 
 
 def _bar(ax, x, y, width, height, color, text="", **kw):
@@ -414,7 +432,7 @@ def _bar(ax, x, y, width, height, color, text="", **kw):
             text,
             ha="center",
             va="center",
-            color=DARK_TEXT,
+            color=text_on(color),
         )
 
 
@@ -733,7 +751,7 @@ def walls():
                 name,
                 ha="center",
                 va="center",
-                color=DARK_TEXT,
+                color=text_on(color),
                 rotation=0 if gb > 20 else 90,
                 fontsize=9,
             )
