@@ -5,7 +5,6 @@ chart and in its caption, all come from lab calls. Pages print them
 through `course.figures.figure(name)`, which caches them.
 """
 
-import inspect
 import math
 import textwrap
 from itertools import product
@@ -26,7 +25,7 @@ from snippets.pipeline.schedule import (
 from snippets.pipeline.tensor import tp_bytes_per_layer, tp_layer_seconds
 from snippets.planner.layouts import plan_layouts
 from snippets.planner.model import MODELS, cluster
-from snippets.strategy.choose import choose_strategy
+from snippets.strategy.choose import RULES, RUNGS
 from snippets.walls.walls import (
     BYTES_MIXED_ADAM,
     FLOPS_PER_PARAM_TOKEN,
@@ -947,35 +946,13 @@ def _question(name):
 
 
 def strategy_chain():
-    """choose_strategy's decisions as a chain of yes/no questions,
-    found by asking the function itself: every consistent combination
-    of its flags is tried, and at each point the question whose one
-    answer settles the most combinations is asked next. Returns
-    [(question, answer that settles it, rung), ...] and the last rung."""
-    names = list(inspect.signature(choose_strategy).parameters)
-    combos = {}
-    for values in product((True, False), repeat=len(names)):
-        try:
-            combos[values] = choose_strategy(*values)
-        except ValueError:  # a combination the function refuses
-            continue
-    chain, asked = [], set()
-    while len(set(combos.values())) > 1:
-        best = None
-        for i, answer in product(range(len(names)), (True, False)):
-            if i in asked:
-                continue
-            part = {v: r for v, r in combos.items() if v[i] == answer}
-            settled = part and len(set(part.values())) == 1
-            if settled and (best is None or len(part) > len(best[2])):
-                best = (i, answer, part)
-        if best is None:
-            raise ValueError("choose_strategy is no chain of questions")
-        i, answer, part = best
-        asked.add(i)
-        chain.append((_question(names[i]), answer, next(iter(part.values()))))
-        combos = {v: r for v, r in combos.items() if v not in part}
-    return chain, next(iter(combos.values()))
+    """choose_strategy's rules (its RULES, in the order it tries them)
+    as [(question, rung), ...] and the rung when every answer is no."""
+    chain = [(_question(q), RUNGS[r]) for q, r in RULES if q is not None]
+    last = [RUNGS[r] for q, r in RULES if q is None]
+    if len(last) != 1:
+        raise ValueError("RULES must end in one (None, rung) rule")
+    return chain, last[0]
 
 
 def strategy():
@@ -984,13 +961,13 @@ def strategy():
     with style():
         fig = new_figure(6.4, 0.95 * rows + 0.2)
         ax = fig.add_subplot()
-        for y, (question, answer, rung) in enumerate(chain):
+        for y, (question, rung) in enumerate(chain):
             _bar(ax, 0, y + 0.15, 2.4, 0.6, PALETTE[4], question)
             _arrow(ax, 2.45, 3.05, y + 0.45)
             ax.text(
                 2.75,
                 y + 0.38,
-                "yes" if answer else "no",
+                "yes",
                 ha="center",
                 va="bottom",
             )
@@ -1001,7 +978,7 @@ def strategy():
                 3.3,
                 0.8,
                 PALETTE[0],
-                textwrap.fill(rung, 34, break_on_hyphens=False),
+                textwrap.fill(rung, 38, break_on_hyphens=False),
             )
             ax.annotate(
                 "",
@@ -1009,7 +986,7 @@ def strategy():
                 (1.2, y + 0.75),
                 arrowprops={"arrowstyle": "->", "color": INK},
             )
-            ax.text(1.3, y + 0.95, "no" if answer else "yes", va="center")
+            ax.text(1.3, y + 0.95, "no", va="center")
         _bar(
             ax,
             0,
@@ -1028,17 +1005,14 @@ def strategy():
         title="The strategy ladder as yes-or-no questions",
         alt=(
             "Flowchart of choose_strategy. "
-            + " ".join(
-                f"{q} If {'yes' if a else 'no'}: {r}. Otherwise:"
-                for q, a, r in chain
-            )
+            + " ".join(f"{q} If yes: {r}. Otherwise:" for q, r in chain)
             + f" {last}."
         ),
         caption=(
             f"Ask the {len(chain)} questions top to bottom and stop at the "
-            f"first answer that names a rung. The chart is made by asking "
-            f"choose_strategy itself every consistent combination of "
-            f"answers, so it changes when the function's rules do."
+            f"first yes. The chart is drawn from RULES, the list "
+            f"choose_strategy itself walks, so it changes when the "
+            f"function's rules do."
         ),
     )
 

@@ -291,22 +291,34 @@ def test_course_map_follows_the_nav():
 
 
 def test_strategy_chart_asks_what_choose_strategy_answers():
-    from snippets.strategy.choose import choose_strategy
+    from snippets.strategy.choose import RULES, choose_strategy
 
     chain, last = charts.strategy_chain()
-    # Walking the chain with any consistent answers gives the function's
-    # own answer.
-    names = ["state_fits_one_gpu", "layer_fits_one_gpu", "multi_node"]
-    assert [q for q, _, _ in chain] == [charts._question(n) for n in names]
+    names = [q for q, _ in RULES if q is not None]
+    assert [q for q, _ in chain] == [charts._question(n) for n in names]
+    # Reading the chart top to bottom, stopping at the first yes, gives
+    # the function's own answer for every consistent set of answers.
+    tried = 0
     for model, state, layer, multi in product((True, False), repeat=4):
         try:
             want = choose_strategy(model, state, layer, multi)
         except ValueError:  # inconsistent answers
             continue
-        answers = dict(zip(names, (state, layer, multi), strict=True))
-        got = last
-        for (_, answer, rung), name in zip(chain, names, strict=True):
-            if answers[name] == answer:
-                got = rung
-                break
+        answers = {
+            "model_fits_one_gpu": model,
+            "state_fits_one_gpu": state,
+            "layer_fits_one_gpu": layer,
+            "multi_node": multi,
+        }
+        got = next(
+            (
+                rung
+                for (_, rung), n in zip(chain, names, strict=True)
+                if answers[n]
+            ),
+            last,
+        )
         assert got == want, answers
+        tried += 1
+    assert tried >= 8
+    assert "first yes" in charts.strategy()
