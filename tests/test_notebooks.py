@@ -422,3 +422,28 @@ def test_notebook_pages_take_the_site_code_colours():
     rules = css.read_text(encoding="utf-8")
     assert ".highlight-ipynb" in rules and "--md-code-hl-" in rules
     assert "<style" not in notebooks.Links("ms2_1")._repr_html_()
+
+
+def test_the_notebook_hook_is_loaded_and_strips_jupyterlab_css():
+    """mkdocs.yml loads course/notebook_pages.py (a second `hooks:` key
+    would silently drop it), and the hook removes the inlined styles
+    from notebook pages only, making code boxes focusable."""
+    from types import SimpleNamespace
+
+    from course import browser, notebook_pages
+
+    assert "course/notebook_pages.py" in browser.mkdocs_config().plugins
+    html = (
+        '<style type="text/css">.x{word-break:break-all}</style>'
+        '<div class="highlight-ipynb hl-python"><pre>x = 1</pre></div>'
+    )
+
+    def page(uri):
+        return SimpleNamespace(file=SimpleNamespace(src_uri=uri))
+
+    out = notebook_pages.on_page_content(
+        html, page("exercises/ms2_1.py"), 0, 0
+    )
+    assert "<style" not in out and "break-all" not in out
+    assert '<pre tabindex="0">x = 1</pre>' in out
+    assert notebook_pages.on_page_content(html, page("ddp.md"), 0, 0) == html
