@@ -6,7 +6,8 @@
 - No figure text is smaller than 11 CSS px at phone width, unless the
   figure sits in its own horizontal scroll box.
 - Notebook outputs never break words (`word-break: break-all`).
-- Notebook pages never scroll sideways as a whole.
+- Notebook pages never scroll sideways as a whole, and do not show the
+  plain copy of each cell's code that the copy buttons use.
 
 Each detector is run on a small page built to break it first, and on a
 clean one, so that a pass on the site means something.
@@ -116,6 +117,12 @@ _OVERFLOW_JS = """() => {
 }"""
 
 
+_COPY_TEXT_JS = """() => [...document.querySelectorAll('.clipboard-copy-txt')]
+  .filter((e) => e.getBoundingClientRect().height > 0)
+  .map((e) => `the copy button's text of ${e.id} is shown under the cell`)
+  .slice(0, 3)"""
+
+
 def _run(page, script, *args):
     script = script.replace("@CONTENT@", checks.CONTENT)
     return page.evaluate(
@@ -138,6 +145,12 @@ def break_all_problems(page):
 
 def overflow_problems(page):
     return _run(page, _OVERFLOW_JS)
+
+
+def copy_text_problems(page):
+    """mkdocs-jupyter's plain copy of each cell's code, for its copy
+    button, must stay hidden (JupyterLab's stylesheet hid it)."""
+    return _run(page, _COPY_TEXT_JS)
 
 
 def open_page(chromium, base_url, path, viewport, scheme):
@@ -180,6 +193,7 @@ def test_figures_and_notebooks(
         if path in NOTEBOOKS:
             problems += break_all_problems(page)
             problems += overflow_problems(page)
+            problems += copy_text_problems(page)
     finally:
         context.close()
     assert not problems, checks.report(
@@ -268,3 +282,9 @@ def test_overflow_detector(tiny):
     assert len(found) == 1 and "scrolls sideways" in found[0], found
     boxed = f'<div style="overflow-x: auto">{wide}</div>'
     assert overflow_problems(tiny(boxed)) == []
+
+
+def test_copy_text_detector(tiny):
+    cell = '<div class="clipboard-copy-txt" id="cell-1"{}>x = 1</div>'
+    assert len(copy_text_problems(tiny(cell.format("")))) == 1
+    assert copy_text_problems(tiny(cell.format(" hidden"))) == []
