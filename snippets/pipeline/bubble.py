@@ -13,9 +13,9 @@ def bubble_fraction(stages, microbatches, schedule="gpipe", chunks=1):
     micro-batch slots, out of m + p - 1 (GPipe paper, section 2.3).
     1F1B reorders the work but idles just as long. The interleaved
     schedule gives each device `chunks` = v smaller stages, which cuts
-    the fill and drain to (p - 1) / v slots. The formula is a curve in
-    m; the interleaved schedule itself runs only when m is a multiple
-    of p, and pipeline_schedule refuses other values.
+    the fill and drain to (p - 1) / v slots. It runs the micro-batches
+    in groups of p, so m must be a multiple of p (Megatron-LM 2021,
+    section 2.2.2).
     """
     count("stages", stages)
     count("microbatches", microbatches)
@@ -24,6 +24,11 @@ def bubble_fraction(stages, microbatches, schedule="gpipe", chunks=1):
     if schedule != "interleaved" and chunks != 1:
         raise ValueError(
             f"chunks must be 1 for schedule {schedule!r}, got {chunks!r}"
+        )
+    if schedule == "interleaved" and chunks > 1 and microbatches % stages:
+        raise ValueError(
+            f"microbatches must be a multiple of stages ({stages}) for the "
+            f"interleaved schedule, got {microbatches!r}"
         )
     idle = (stages - 1) / chunks
     return idle / (microbatches + idle)
