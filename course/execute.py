@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from markdown_exec import ExecutionError, base_format
+from markdown_exec import ExecutionError, MarkdownConverter, base_format
 
 # The site's only use of markdown-exec internals (its version is pinned
 # in pyproject.toml). The public API formats a whole block but exposes
@@ -27,8 +27,10 @@ from markdown_exec import ExecutionError, base_format
 # and tests/test_docs.py fail if either changes.
 from markdown_exec._internal.formatters.pycon import _transform_source
 from markdown_exec._internal.formatters.python import _run_python
+from markupsafe import Markup
 from pymdownx.superfences import SuperFencesException
 
+from course import labs
 from course.fences import PYTHON, expand, fences
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -140,6 +142,41 @@ def _locate(source):
     return where
 
 
+def lab_format(source, language, md, options, limit, where):
+    """A source="lab" block: run it as base_format would, then lay it
+    out output first (course/labs.py)."""
+    extra = options["extra"]
+    names = labs.pick(extra.pop("idea", None))
+    if language == "pycon":
+        code, shown = _transform_source(source)
+    else:
+        code = shown = source
+    shown = "\n".join(
+        line for line in shown.split("\n") if "markdown-exec: hide" not in line
+    ).strip("\n")
+    output = run(
+        code,
+        limit=limit,
+        where=where,
+        returncode=options.get("returncode", 0),
+        session=options.get("session") or None,
+        id=options.get("id", ""),
+        **extra,
+    )
+    lab = labs.Lab(
+        language=language,
+        code=shown,
+        output=output,
+        html=options.get("html", False),
+        result=options.get("result", ""),
+        idea=labs.idea(shown, names),
+        stash={},
+    )
+    converter = MarkdownConverter(md, update_toc=options.get("update_toc"))
+    html = converter.convert(labs.tabbed(lab), stash=lab.stash)
+    return Markup(f'<div class="lab">{html}</div>')
+
+
 def formatter(source, language, css_class, options, md, **kwargs):
     """Superfences formatter: run the block, stop the build on failure."""
     started = time.perf_counter()
@@ -151,6 +188,8 @@ def formatter(source, language, css_class, options, md, **kwargs):
     transform = _transform_source if language == "pycon" else None
     try:
         limit = time_limit(options["extra"], where)
+        if options.get("source") == "lab":
+            return lab_format(source, language, md, options, limit, where)
         return base_format(
             language=language,
             run=lambda code, **kw: run(code, limit=limit, where=where, **kw),
