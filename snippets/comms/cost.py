@@ -64,14 +64,17 @@ if __name__ == "__main__":
     H100_PEAK_TFLOPS = 989  # dense bf16, SXM
     MFU = 0.40  # share of peak a well-tuned job sustains
     tflops = H100_PEAK_TFLOPS * MFU
+    print("| link | GPUs (N) | compute per step | all-reduce | verdict |")
+    print("| --- | ---: | ---: | ---: | --- |")
     for link, bw in LINKS_GBps.items():
         n = 8 if link.startswith("NVLink") else 64  # NVLink: one node
         r = comms_cost(7_000_000_000, n, tflops, bw, tokens_per_gpu=8192)
         print(
-            f"{link:<26} N={n:<2} compute {r['compute_s']:6.3f} s"
-            f"  all-reduce {r['comms_s']:6.3f} s  {r['verdict']}"
+            f"| {link} | {n} | {r['compute_s']:.3f} s"
+            f" | {r['comms_s']:.3f} s | {r['verdict']} |"
         )
-    print(f"crossover at N=64: {r['crossover_GBps']:.1f} GB/s one way")
+    print()
+    print(f"Crossover at N=64: {r['crossover_GBps']:.1f} GB/s one way.")
     # --8<-- [end:demo]
 
     # --8<-- [start:links]

@@ -95,11 +95,18 @@ def plan(
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
-    print("80 GB cards, one 4096-token sequence per GPU, FlashAttention")
-    print("GB per GPU: model state of each rung, then activations")
     print(
-        "model GPUs   L     h   a  recompute    ddp  zero1  zero2  zero3"
-        "    act  plan"
+        "80 GB cards, one 4096-token sequence per GPU, FlashAttention."
+        " Memory in GB per GPU: the model state of each rung, then the"
+        " activations."
+    )
+    print()
+    print(
+        "| model | GPUs | layers (L) | hidden (h) | heads (a) | recompute"
+        " | DDP | ZeRO-1 | ZeRO-2 | ZeRO-3 | activations | plan |"
+    )
+    print(
+        "| ---: | ---: | ---: | ---: | ---: | --- |" + " ---: |" * 5 + " --- |"
     )
     CASES = (
         (1, 8, "none"),
@@ -112,10 +119,10 @@ if __name__ == "__main__":
     for billions, gpus, recompute in CASES:
         p = plan(billions * 10**9, gpus, gpu_GB=80, recompute=recompute)
         a = p["assumes"]
-        state = "".join(f"{gb:7.1f}" for gb in p["per_gpu_GB"].values())
+        state = "".join(f" {gb:.1f} |" for gb in p["per_gpu_GB"].values())
         print(
-            f"{billions:>4}B {gpus:>4} {a['layers']:>3} {a['hidden']:>5}"
-            f" {a['heads']:>3}  {recompute:<9}{state}"
-            f"{p['activations_GB']:7.1f}  {p['strategy']}"
+            f"| {billions}B | {gpus} | {a['layers']} | {a['hidden']}"
+            f" | {a['heads']} | {recompute} |{state}"
+            f" {p['activations_GB']:.1f} | {p['strategy']} |"
         )
     # --8<-- [end:demo]

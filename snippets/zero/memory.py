@@ -43,11 +43,13 @@ def memory_per_gpu(
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
-    print("GB per GPU for 7B parameters, 16 bytes each")
-    print(f"{'N':>3} {'ddp':>7} {'zero1':>7} {'zero2':>7} {'zero3':>7}")
+    print("Model state per GPU, in GB, for 7B parameters at 16 bytes each:")
+    print()
+    print("| GPUs (N) | DDP | ZeRO-1 | ZeRO-2 | ZeRO-3 |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
     for n in (1, 8, 64):
         row = [memory_per_gpu(s, 7_000_000_000, n) for s in SHARDED]
-        print(f"{n:>3} " + " ".join(f"{gb:7.2f}" for gb in row))
+        print(f"| {n} | " + " | ".join(f"{gb:.2f}" for gb in row) + " |")
     # --8<-- [end:demo]
 
     # --8<-- [start:paper]
