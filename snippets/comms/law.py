@@ -38,13 +38,14 @@ if __name__ == "__main__":
     from snippets.comms.cost import LINKS_GBps
 
     TFLOPS = 989 * 0.40  # an H100 at 40% of its dense bf16 peak
-    print(f"F = {TFLOPS:.1f} TFLOP/s, bf16 gradients")
+    print(f"F = {TFLOPS:.1f} TFLOP/s, bf16 gradients.")
+    print()
+    print("| link | GPUs (N) | compute-bound above, tokens per GPU |")
+    print("| --- | ---: | ---: |")
     for link, bw in LINKS_GBps.items():
         n = 8 if link.startswith("NVLink") else 64  # NVLink: one node
         tokens = crossover_tokens_per_gpu(TFLOPS, bw, n)
-        print(
-            f"{link:<26} N={n:<2}  compute-bound above {tokens:9,.0f} tokens"
-        )
+        print(f"| {link} | {n} | {tokens:,.0f} |")
     # --8<-- [end:demo]
 
     # --8<-- [start:no_params]

@@ -37,7 +37,9 @@ def comm_bytes(strategy, params, world_size, bytes_per_value=2):
 if __name__ == "__main__":
     # --8<-- [start:demo]
     ddp = comm_bytes("ddp", 7_000_000_000, 64)
+    print("| stage | sent per rank per step | against DDP |")
+    print("| --- | ---: | ---: |")
     for strategy in COLLECTIVES:
         sent = comm_bytes(strategy, 7_000_000_000, 64)
-        print(f"{strategy:>5}: {sent:8.4f} GB per rank, {sent / ddp:.1f}x DDP")
+        print(f"| {strategy} | {sent:.4f} GB | {sent / ddp:.1f}x |")
     # --8<-- [end:demo]
