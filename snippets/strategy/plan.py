@@ -95,19 +95,6 @@ def plan(
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
-    print(
-        "80 GB cards, one 4096-token sequence per GPU, FlashAttention."
-        " Memory in GB per GPU: the model state of each rung, then the"
-        " activations."
-    )
-    print()
-    print(
-        "| model | GPUs | layers (L) | hidden (h) | heads (a) | recompute"
-        " | DDP | ZeRO-1 | ZeRO-2 | ZeRO-3 | activations | plan |"
-    )
-    print(
-        "| ---: | ---: | ---: | ---: | ---: | --- |" + " ---: |" * 5 + " --- |"
-    )
     CASES = (
         (1, 8, "none"),
         (7, 8, "none"),
@@ -116,13 +103,36 @@ if __name__ == "__main__":
         (70, 64, "full"),
         (400, 64, "full"),
     )
-    for billions, gpus, recompute in CASES:
-        p = plan(billions * 10**9, gpus, gpu_GB=80, recompute=recompute)
+    plans = [
+        (billions, gpus, plan(billions * 10**9, gpus, gpu_GB=80, recompute=r))
+        for billions, gpus, r in CASES
+    ]
+    print("80 GB cards, one 4096-token sequence per GPU, FlashAttention.")
+    print()
+    print("Model state per GPU, in GB, at each rung:")
+    print()
+    print("| model | GPUs | DDP | ZeRO-1 | ZeRO-2 | ZeRO-3 |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    seen = set()  # the model state does not depend on recomputation
+    for billions, gpus, p in plans:
+        if (billions, gpus) not in seen:
+            seen.add((billions, gpus))
+            state = "".join(f" {gb:.1f} |" for gb in p["per_gpu_GB"].values())
+            print(f"| {billions}B | {gpus} |{state}")
+    print()
+    print("The plan, with the activations of one micro-batch:")
+    print()
+    print(
+        "| model | GPUs | shape L / h / a | recompute"
+        " | activations per GPU | plan |"
+    )
+    print("| ---: | ---: | ---: | --- | ---: | --- |")
+    for billions, gpus, p in plans:
         a = p["assumes"]
-        state = "".join(f" {gb:.1f} |" for gb in p["per_gpu_GB"].values())
         print(
-            f"| {billions}B | {gpus} | {a['layers']} | {a['hidden']}"
-            f" | {a['heads']} | {recompute} |{state}"
-            f" {p['activations_GB']:.1f} | {p['strategy']} |"
+            f"| {billions}B | {gpus}"
+            f" | {a['layers']} / {a['hidden']} / {a['heads']}"
+            f" | {a['recompute']} | {p['activations_GB']:.1f} GB"
+            f" | {p['strategy']} |"
         )
     # --8<-- [end:demo]
