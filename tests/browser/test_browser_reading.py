@@ -69,10 +69,11 @@ root.querySelectorAll(OUTPUTS + ', table').forEach((e) => {
         .right + 1) {
     problems.push(`${what} sticks out of the page column`);
   }
-  if (desktop && e.localName === 'code' &&
-      e.scrollWidth > e.clientWidth + 1) {
-    problems.push(`${what} has lines wider than its box ` +
-      `(${e.scrollWidth} px in ${e.clientWidth} px)`);
+  // At laptop width nothing needs its scroll box.
+  const wrap = e.localName === 'table' && box && box !== root ? box : e;
+  if (desktop && wrap.scrollWidth > wrap.clientWidth + 1) {
+    problems.push(`${what} is wider than its box at this width ` +
+      `(${wrap.scrollWidth} px in ${wrap.clientWidth} px)`);
   }
 });
 return problems;
@@ -336,6 +337,13 @@ def test_detector_clipped_output_and_table(blank):
     # at laptop width, an output that needs its scroll box is a problem
     found = overflow_problems(_tiny(blank, scrolled, LAPTOP), True)
     assert any("wider than its box" in p for p in found)
+    table = (
+        '<div style="overflow-x:auto"><table><tr><td>'
+        f"{WIDE}</td></tr></table></div>"
+    )
+    assert overflow_problems(_tiny(blank, table), False) == []
+    found = overflow_problems(_tiny(blank, table, LAPTOP), True)
+    assert any(p.startswith("table") and "wider" in p for p in found)
 
 
 def test_detector_code_before_output(blank):
