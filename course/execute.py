@@ -6,7 +6,8 @@ the page, the line of the block and the exception's last line, and it
 also stops a block that runs longer than its time limit. mkdocs.yml
 wires it as the superfences formatter for python, py and pycon, and
 course/hooks.py tells it which page is being built. The docs tests run
-blocks with `run`, as the build does.
+blocks with `run`, as the build does. A block with source="lab" runs
+the same way and is laid out by course/labs.py: output first.
 """
 
 import json
