@@ -240,6 +240,29 @@ def code_share(page):
 # --- every page --------------------------------------------------------------
 
 
+def open_page(chromium, base_url, path, viewport, palette="light"):
+    """A recording Visit of `path` at this window size and palette."""
+    v = checks.Visit(chromium, base_url)
+    v.page.set_viewport_size(viewport)
+    v.page.emulate_media(color_scheme=palette)
+    v.goto(path)
+    return v
+
+
+@pytest.fixture
+def opened(chromium, base_url):
+    """opened(path, viewport, palette) -> Visit, closed after the test."""
+    visits = []
+
+    def open_(path, viewport, palette):
+        visits.append(open_page(chromium, base_url, path, viewport, palette))
+        return visits[-1]
+
+    yield open_
+    for v in visits:
+        v.close()
+
+
 @pytest.fixture(params=list(SIZES), ids=list(SIZES))
 def size(request):
     return request.param
@@ -253,13 +276,8 @@ def palette(request):
 @pytest.mark.parametrize(
     "path", PAGES, ids=[browser.page_id(p) for p in PAGES]
 )
-def test_page_reads(visit, path, size, palette):
-    v = visit(
-        path,
-        viewport=SIZES[size],
-        color_scheme=palette,
-        has_touch=size == "phone",
-    )
+def test_page_reads(opened, path, size, palette):
+    v = opened(path, SIZES[size], palette)
     page = v.page
     page.wait_for_function(
         "s => document.body.dataset.mdColorScheme === s",
@@ -398,8 +416,7 @@ def measure(site):
         chromium = browser.launch(p)
         try:
             for path in browser.pages(site):
-                v = checks.Visit(chromium, base_url, viewport=LAPTOP)
-                v.goto(path)
+                v = open_page(chromium, base_url, path, LAPTOP)
                 shares[browser.page_id(path)] = code_share(v.page)
                 v.close()
         finally:
