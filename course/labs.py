@@ -98,13 +98,16 @@ def _check_names(tree):
 
 
 def _is_check(statement, checks):
-    """An argument check: a call to a snippets.checks helper, or an `if`
-    whose only work is to raise."""
+    """An argument check: a call to a snippets.checks helper or to a
+    function of the lab named _check..., or an `if` whose only work is
+    to raise."""
     if isinstance(statement, ast.Expr) and isinstance(
         statement.value, ast.Call
     ):
         func = statement.value.func
-        return isinstance(func, ast.Name) and func.id in checks
+        return isinstance(func, ast.Name) and (
+            func.id in checks or func.id.startswith("_check")
+        )
     if isinstance(statement, ast.If) and not statement.orelse:
         return all(isinstance(s, ast.Raise) for s in statement.body)
     return False
