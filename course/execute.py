@@ -166,7 +166,9 @@ def lab_format(source, language, md, options, limit, where):
     )
     lab = labs.Lab(
         language=language,
+        source=code,
         code=shown,
+        session=options.get("session") or None,
         output=output,
         html=options.get("html", False),
         result=options.get("result", ""),

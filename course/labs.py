@@ -11,8 +11,12 @@ renders as content tabs made from TABS, in order:
 - "Code": the full code, argument checks included, as it ran.
 
 A tab is one entry in TABS: a title and a function from a Lab to the
-Markdown of the tab's body. A "Run in your browser" tab is one more
-entry.
+Markdown of the tab's body; a tab whose body is "" is left out. A "Run
+in your browser" tab is one more entry, for instance with
+course/runner.py:
+
+    ("Run in your browser", lambda lab: html(lab, runner.block_html(
+        lab.source, lab.language, lab.session)))
 """
 
 import ast
@@ -26,7 +30,9 @@ CHECKS_MODULE = "snippets.checks"
 @dataclass
 class Lab:
     language: str
-    code: str  # the full code, as it ran (pycon: as the transcript reads)
+    source: str  # the code that ran, its --8<-- lines expanded
+    code: str  # the code shown (pycon: as the transcript reads)
+    session: str | None
     output: str  # what the block printed
     html: bool  # the output is HTML, inserted as it is
     result: str  # language of a text output; "": the output is Markdown
@@ -49,11 +55,19 @@ def _longest_ticks(text):
     return best
 
 
+def html(lab, markup):
+    """Markdown that stands for `markup`, inserted as it is after the
+    conversion ("" stays "")."""
+    if not markup:
+        return ""
+    key = f'<div class="{uuid4()}"></div>'
+    lab.stash[key] = markup
+    return key
+
+
 def output_tab(lab):
     if lab.html:
-        key = f'<div class="{uuid4()}"></div>'
-        lab.stash[key] = lab.output
-        body = key
+        body = html(lab, lab.output)
     elif lab.result:
         body = _fence(lab.result, lab.output.rstrip("\n"), title="Output")
     else:
@@ -81,7 +95,9 @@ def tabbed(lab, tabs=TABS):
     """pymdownx.tabbed Markdown of the lab's tabs."""
     parts = []
     for title, body in tabs:
-        parts.append(f'=== "{title}"\n\n' + textwrap.indent(body(lab), "    "))
+        text = body(lab)
+        if text:
+            parts.append(f'=== "{title}"\n\n' + textwrap.indent(text, "    "))
     return "\n\n".join(parts)
 
 

@@ -97,9 +97,15 @@ def test_a_printed_markdown_table_becomes_a_table(render):
 
 
 def test_a_tab_is_one_entry(render):
-    lab = labs.Lab("python", "x = 1", "1", False, "text", "", {})
-    extra = labs.TABS + (("Run in your browser", lambda lab: "soon"),)
-    assert labs.tabbed(lab, extra).count('=== "') == 3
+    lab = labs.Lab(
+        "python", "x = 1", "x = 1", None, "1", False, "text", "", {}
+    )
+    run = ("Run in your browser", lambda lab: labs.html(lab, "<b>run</b>"))
+    assert labs.tabbed(lab, labs.TABS + (run,)).count('=== "') == 3
+    assert list(lab.stash.values()) == ["<b>run</b>"]
+    # a block that cannot run in a browser gets no empty tab
+    none = ("Run in your browser", lambda lab: labs.html(lab, ""))
+    assert labs.tabbed(lab, labs.TABS + (none,)).count('=== "') == 2
 
 
 def test_a_raising_lab_still_stops_the_build(render):
