@@ -43,7 +43,7 @@ def memory_per_gpu(
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
-    print("Model state per GPU, in GB, for 7B parameters at 16 bytes each:")
+    print("GB per GPU of model state, for 7B parameters at 16 bytes each:")
     print()
     print("| GPUs (N) | DDP | ZeRO-1 | ZeRO-2 | ZeRO-3 |")
     print("| ---: | ---: | ---: | ---: | ---: |")
