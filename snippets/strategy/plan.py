@@ -123,7 +123,7 @@ if __name__ == "__main__":
     print("The plan, with the activations of one micro-batch:")
     print()
     print(
-        "| model | GPUs | shape L / h / a | recompute"
+        "| model | GPUs | shape L/h/a | recompute"
         " | activations per GPU | plan |"
     )
     print("| ---: | ---: | ---: | --- | ---: | --- |")
@@ -131,7 +131,7 @@ if __name__ == "__main__":
         a = p["assumes"]
         print(
             f"| {billions}B | {gpus}"
-            f" | {a['layers']} / {a['hidden']} / {a['heads']}"
+            f" | {a['layers']}/{a['hidden']}/{a['heads']}"
             f" | {a['recompute']} | {p['activations_GB']:.1f} GB"
             f" | {p['strategy']} |"
         )
