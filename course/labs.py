@@ -10,13 +10,12 @@ renders as content tabs made from TABS, in order:
   `idea="none"` shows none);
 - "Code": the full code, argument checks included, as it ran.
 
-A tab is one entry in TABS: a title and a function from a Lab to the
-Markdown of the tab's body; a tab whose body is "" is left out. A "Run
-in your browser" tab is one more entry, for instance with
-course/runner.py:
+- "Run in your browser": the same code in an editor, run by Pyodide in
+  the reader's browser (course/runner.py, docs/assets/run/); left out
+  for a block that imports what the browser lacks.
 
-    ("Run in your browser", lambda lab: html(lab, runner.block_html(
-        lab.source, lab.language, lab.session)))
+A tab is one entry in TABS: a title and a function from a Lab to the
+Markdown of the tab's body; a tab whose body is "" is left out.
 """
 
 import ast
@@ -84,10 +83,18 @@ def code_tab(lab):
     return _fence(lab.language, lab.code, title="Full code, as it ran")
 
 
+def run_tab(lab):
+    from course import runner  # the build's; the tests import labs alone
+
+    # the code as the reader sees it (no "markdown-exec: hide" lines)
+    return html(lab, runner.block_html(lab.code, lab.language, lab.session))
+
+
 # (tab title, Lab -> Markdown), in the order the tabs appear.
 TABS = (
     ("Output", output_tab),
     ("Code", code_tab),
+    ("Run in your browser", run_tab),
 )
 
 

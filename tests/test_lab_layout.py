@@ -78,7 +78,8 @@ def test_idea_drops_docstrings_and_argument_checks():
 def test_output_comes_first_and_the_full_code_is_a_tab_away(render):
     html = render(fence(CHECKS + LAB))
     labels = re.findall(r"<label[^>]*>([^<]+)</label>", html)
-    assert labels == [title for title, _ in labs.TABS] == ["Output", "Code"]
+    assert labels == [title for title, _ in labs.TABS]
+    assert labels == ["Output", "Code", "Run in your browser"]
     output = html.index("112 GB")
     idea = html.index("The lines that do the work")
     full = html.index("Full code, as it ran")
@@ -100,12 +101,21 @@ def test_a_tab_is_one_entry(render):
     lab = labs.Lab(
         "python", "x = 1", "x = 1", None, "1", False, "text", "", {}
     )
+    two = labs.TABS[:2]
     run = ("Run in your browser", lambda lab: labs.html(lab, "<b>run</b>"))
-    assert labs.tabbed(lab, labs.TABS + (run,)).count('=== "') == 3
+    assert labs.tabbed(lab, two + (run,)).count('=== "') == 3
     assert list(lab.stash.values()) == ["<b>run</b>"]
     # a block that cannot run in a browser gets no empty tab
     none = ("Run in your browser", lambda lab: labs.html(lab, ""))
-    assert labs.tabbed(lab, labs.TABS + (none,)).count('=== "') == 2
+    assert labs.tabbed(lab, two + (none,)).count('=== "') == 2
+
+
+def test_a_lab_the_browser_can_run_gets_the_runner_tab(render):
+    html = render(fence("x = 6 * 7\nprint(x)\n"))
+    assert "Run in your browser" in html
+    assert "data-course-runner" in html
+    html = render(fence("import course.figures\nprint(1)\n"))
+    assert "Run in your browser" not in html
 
 
 def test_a_raising_lab_still_stops_the_build(render):

@@ -170,7 +170,9 @@ function button(label, title) {
 }
 
 function loadStyle() {
-  if (document.querySelector("link[data-course-runner-css]")) return;
+  // the site lists run.css in extra_css; a page without it gets it here
+  const linked = 'link[data-course-runner-css], link[href$="run/run.css"]';
+  if (document.querySelector(linked)) return;
   const link = document.createElement("link");
   link.rel = "stylesheet";
   link.href = new URL("run.css", HERE).href;
@@ -330,3 +332,8 @@ export function mountAll(root = document) {
     mountRunner(holder, JSON.parse(data.textContent));
   }
 }
+
+// As the page's script (mkdocs.yml, extra_javascript), mount every
+// runner at once; Pyodide itself waits for the first Run. A second
+// mountAll() finds nothing left to mount.
+mountAll();
