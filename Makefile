@@ -13,6 +13,10 @@ HOST ?= 127.0.0.1:8000
 # `make setup TORCH_INDEX=https://download.pytorch.org/whl/cu128`, or
 # TORCH_INDEX= for PyPI's default build (README, "Running on a GPU").
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# "--extra-index-url URL" if URL answers within 5 s, else nothing, so an
+# unreachable index costs no pip retries for every package.
+export REACHABLE_INDEX := import sys, urllib.request as r; \
+  r.urlopen(sys.argv[1], timeout=5); print("--extra-index-url", sys.argv[1])
 export NO_MKDOCS_2_WARNING := 1
 # Builds of one commit are byte-identical on any day: the sitemap's dates
 # come from the last commit, not the clock.
@@ -31,7 +35,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
 	$(BIN)/python -m pip install --quiet --group train \
-	  $(TORCH_INDEX:%=--extra-index-url %)
+	  $$($(BIN)/python -c "$$REACHABLE_INDEX" $(TORCH_INDEX) 2>/dev/null)
 	$(BIN)/python -m pip install --quiet --group test
 	$(BIN)/python -c 'import pathlib, site; pathlib.Path(site.getsitepackages()[0], "course-root.pth").write_text("$(CURDIR)\n")'
 	touch $@
