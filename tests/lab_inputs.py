@@ -107,6 +107,17 @@ def choice(allowed):
     return Kind([*bad, (3, TypeError), (b"x", TypeError)], tuple(allowed))
 
 
+def strategy(allowed):
+    """A ZeRO strategy name, with its near misses (the zero labs and the
+    shared checks both refuse them)."""
+    near = ["zero4", "ZeRO-3", "DDP", "", " ddp"]
+    wrong_type = [None, 3, b"ddp", ["ddp"]]
+    return Kind(
+        [(v, ValueError) for v in near] + [(v, TypeError) for v in wrong_type],
+        tuple(allowed),
+    )
+
+
 FEWEST_BAD_VALUES = 5  # per argument; the slots of a schedule have 5
 
 FIELDS = ("function", "valid", "argument", "value", "error", "allowed")

@@ -10,20 +10,7 @@ from snippets.zero.memory import ALIASES, SHARDED
 from tests import lab_inputs as inputs
 
 STRATEGIES = (*SHARDED, *ALIASES)
-NAME = inputs.Kind(
-    [
-        ("zero4", ValueError),
-        ("ZeRO-3", ValueError),
-        ("DDP", ValueError),
-        ("", ValueError),
-        (" ddp", ValueError),
-        (None, TypeError),
-        (3, TypeError),
-        (b"ddp", TypeError),
-        (["ddp"], TypeError),
-    ],
-    allowed=STRATEGIES,
-)
+NAME = inputs.strategy(STRATEGIES)
 BAD_INPUT = [
     (
         "number",
