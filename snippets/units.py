@@ -8,3 +8,4 @@ with them says so and uses GiB.
 GB = 1e9  # bytes; GB/s is always one way
 MB = 1e6
 GiB = 2**30
+MiB = 2**20  # PyTorch counts DDP's bucket_cap_mb in MiB

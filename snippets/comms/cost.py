@@ -47,12 +47,12 @@ def comms_cost(
     sent = traffic["sent_per_rank_GB"] * GB
     flops = flops_per_token_per_param * params * tokens_per_gpu
     compute_s = flops * accum_steps / (tflops_per_gpu * 1e12)
-    comms_s = sent / (interconnect_GBps * 1e9)
+    comms_s = sent / (interconnect_GBps * GB)
     return {
         "compute_s": compute_s,
         "comms_s": comms_s,
         "verdict": "comms-bound" if comms_s > compute_s else "compute-bound",
-        "crossover_GBps": sent / compute_s / 1e9,
+        "crossover_GBps": sent / compute_s / GB,
     }
 
 

@@ -2,6 +2,7 @@
 
 # --8<-- [start:model]
 from snippets.checks import count, number
+from snippets.units import GB
 
 
 def crossover_tokens_per_gpu(
@@ -20,7 +21,7 @@ def crossover_tokens_per_gpu(
     T = (bytes_per_grad / 6) x 2 (N - 1) / N x F / W.
     """
     flops = number("tflops_per_gpu", tflops_per_gpu) * 1e12
-    bandwidth = number("interconnect_GBps", interconnect_GBps) * 1e9
+    bandwidth = number("interconnect_GBps", interconnect_GBps) * GB
     n = count("world_size", world_size)
     number("bytes_per_grad", bytes_per_grad)
     number("flops_per_token_per_param", flops_per_token_per_param)

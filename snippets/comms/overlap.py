@@ -3,8 +3,7 @@
 # --8<-- [start:model]
 from snippets.checks import number
 from snippets.comms.cost import comms_cost
-
-MiB = 2**20  # PyTorch counts bucket_cap_mb in mebibytes
+from snippets.units import MiB
 
 
 def ddp_step_time(

@@ -2,6 +2,7 @@
 
 # --8<-- [start:model]
 from snippets.checks import count, number
+from snippets.units import GB, MB
 
 
 def tp_bytes_per_layer(seq_len, micro_batch, hidden, tp, bytes_per_value=2):
@@ -32,7 +33,7 @@ def tp_layer_seconds(
     number("link_GBps", link_GBps)
     sent = tp_bytes_per_layer(seq_len, micro_batch, hidden, tp)
     flops = 6 * 12 * hidden**2 * seq_len * micro_batch / tp
-    return flops / (tflops_per_gpu * 1e12), sent / (link_GBps * 1e9)
+    return flops / (tflops_per_gpu * 1e12), sent / (link_GBps * GB)
 
 
 # --8<-- [end:model]
@@ -48,7 +49,7 @@ if __name__ == "__main__":
     )
     print("| --- | --- | --- | --- | --- |")
     for h in (4096, 12288):
-        sent = tp_bytes_per_layer(4096, 1, h, 8) / 1e6
+        sent = tp_bytes_per_layer(4096, 1, h, 8) / MB
         for link, bw in LINKS.items():
             compute, comms = tp_layer_seconds(4096, 1, h, 8, TFLOPS, bw)
             print(

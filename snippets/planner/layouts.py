@@ -166,7 +166,7 @@ def evaluate_layout(model, cluster, training, layout):
     sent = tp_bytes_per_layer(m["seq_len"], t["micro_batch"], m["hidden"], tp)
     sent *= (1.5 if recompute == "full" else 1) * fullest
     sent *= micro
-    tp_s = sent / (link * 1e9)
+    tp_s = sent / (link * GB)
 
     # Data parallelism, over the GPUs that hold the same weights.
     nics = c["nics_per_node"] * c["nic_GBps"]  # one node's NICs
