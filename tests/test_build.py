@@ -207,12 +207,26 @@ def test_a_time_limit_that_is_not_a_number_stops_the_build(test_site):
     ) in log, log
 
 
+FIGURE = (
+    '<figure><svg viewBox="0 0 9 9"><text>tick label 1e3</text></svg>'
+    "<figcaption>A caption to find</figcaption></figure>\n"
+)
+
+
 def test_a_passing_block_builds(test_site):
-    """The control: the same test site builds when nothing fails."""
+    """The control: the same test site builds when nothing fails. The
+    search index (course/search.py) holds its code's words and the
+    figure's caption, not the SVG's text; the page keeps both whole."""
     ok = '```python exec="on" session="ok"\nprint(6 * 7)\n```\n'
-    result, _, site = test_site({"ok.md": PAGE_BEFORE + ok})
+    code = "```python\nsquare = lambda side: side * side\n```\n"
+    result, _, site = test_site({"ok.md": PAGE_BEFORE + ok + code + FIGURE})
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "42" in (site / "ok" / "index.html").read_text("utf-8")
+    html = (site / "ok" / "index.html").read_text("utf-8")
+    assert "42" in html
+    assert '<span class="n">square</span>' in html and "tick label" in html
+    index = (site / "search" / "search_index.json").read_text("utf-8")
+    assert "square = lambda side: side * side" in index
+    assert "A caption to find" in index and "tick label" not in index
 
 
 # --- reproducibility -------------------------------------------------------
