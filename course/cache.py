@@ -123,13 +123,20 @@ def _version(package):
     return version(package)
 
 
+def location(namespace, label, *, roots, args=None, packages=()):
+    """The file that holds the value `cached` keeps for these inputs."""
+    digest = key(*roots, args=args, packages=packages)
+    return STORE / namespace / f"{label}-{digest}.json"
+
+
 def cached(namespace, label, compute, *, roots, args=None, packages=()):
     """`compute()`, or the value it returned in an earlier run with the
     same key (see `key`). The value must survive a JSON round trip."""
     if not enabled():
         return compute()
-    folder = STORE / namespace
-    path = folder / f"{label}-{key(*roots, args=args, packages=packages)}.json"
+    keyed = {"roots": roots, "args": args, "packages": packages}
+    path = location(namespace, label, **keyed)
+    folder = path.parent
     if path.is_file():
         return json.loads(path.read_text(encoding="utf-8"))
     value = compute()

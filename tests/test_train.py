@@ -382,6 +382,33 @@ def test_the_page_measurement_is_cached_except_in_ci(tmp_path, monkeypatch):
     assert len(calls) == 3
 
 
+def test_a_started_launch_is_the_one_the_page_measures(tmp_path, monkeypatch):
+    """course/hooks.py starts the launch when the build starts; the
+    page's measure() takes that launch's runs instead of launching
+    again, and nothing starts when the cache holds the result."""
+    from course import cache, measure
+
+    calls = []
+
+    def fake_launch(args):
+        calls.append(args)
+        return [report.Run.from_dict(dict(FAKE_RUN, steps=len(calls)))]
+
+    monkeypatch.setattr(cache, "STORE", tmp_path)
+    monkeypatch.setattr(measure, "launch", fake_launch)
+    monkeypatch.delenv("CI", raising=False)
+    measure.start(("--steps=1",))
+    measure.start(("--steps=1",))  # begun already: not again
+    assert measure.measure(("--steps=1",))[0].steps == 1
+    measure.start(("--steps=1",))  # cached now
+    assert measure.measure(("--steps=1",))[0].steps == 1
+    assert len(calls) == 1
+    monkeypatch.setenv("CI", "true")  # no cache: start, then take it
+    measure.start(("--steps=1",))
+    assert measure.measure(("--steps=1",))[0].steps == 2
+    assert len(calls) == 2
+
+
 FAKE_RUN = dict(
     strategy="ddp",
     world_size=1,
