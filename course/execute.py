@@ -15,7 +15,7 @@ import os
 import textwrap
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from markdown_exec import ExecutionError, MarkdownConverter, base_format
@@ -41,6 +41,8 @@ DEFAULT_TIMEOUT_S = 60.0
 class Building:
     page: object  # mkdocs.structure.pages.Page
     config: object  # mkdocs.config.defaults.MkDocsConfig
+    # sessions with a block that gets no Run tab (course/runner.py)
+    refused_sessions: set = field(default_factory=set)
 
 
 # The page MkDocs is rendering, set by course/hooks.py; None otherwise.

@@ -11,7 +11,8 @@ course/pyodide.py (a MkDocs hook):
 - the decision whether a block can run in the browser at all: code that
   imports anything other than the standard library and snippets/
   (course.figures, torch, the torchrun measurement) cannot, and is not
-  offered (`not_offered` says why);
+  offered (`not_offered` says why), nor are the later blocks of its
+  session, which may use what it defined (`refused`);
 - the data one block hands to the page's runner (`block_html`): a
   <script type="application/json" data-course-runner> element with the
   block's source, session, page and the archive's name. The layout
@@ -196,6 +197,22 @@ def not_offered(code, root=ROOT):
     return None
 
 
+def refused(code, session=None, sessions=None):
+    """`not_offered(code)`, or why a block is refused for its session:
+    a block may use what an earlier block of its session defined, so
+    after one block of a session is refused the later ones are too.
+    `sessions` holds the page's refused sessions so far, and gains this
+    block's session when it is refused."""
+    if sessions is None:
+        sessions = set()
+    if session and session in sessions:
+        return f"in session {session!r}, after a block not offered"
+    why = not_offered(code)
+    if why is not None and session:
+        sessions.add(session)
+    return why
+
+
 def runnable_code(source, language):
     """The Python a block runs: a pycon transcript's >>> lines."""
     if language == "pycon":
@@ -211,13 +228,14 @@ def runnable_code(source, language):
 def block_data(source, language="python", session=None, page=None):
     """What the runner of one block needs, or None when the block is not
     offered for running."""
+    from course import execute
+
+    built = execute.building
     code = runnable_code(source, language)
-    if not_offered(code) is not None:
+    sessions = built.refused_sessions if built is not None else None
+    if refused(code, session, sessions) is not None:
         return None
     if page is None:
-        from course import execute
-
-        built = execute.building
         page = built.page.file.src_uri if built is not None else ""
     name, _ = archive()
     return {

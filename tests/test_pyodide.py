@@ -29,8 +29,8 @@ NODE_TIMEOUT_S = 300
 # The blocks that get no Run tab, per page, by the module that keeps
 # them out of the browser: course.figures draws the charts with
 # matplotlib, course.notebooks publishes the exercise notebooks,
-# course.measure launches torchrun, and snippets/torchrun/activations.py
-# counts activation memory with torch's own tensors.
+# course.measure launches torchrun, and a later block of that session
+# reads what it measured.
 NOT_OFFERED = {
     "docs/accumulation.md": ["course.figures"],
     "docs/activations.md": ["course.figures"],
@@ -41,7 +41,7 @@ NOT_OFFERED = {
     "docs/pipeline.md": ["course.figures"] * 3,
     "docs/planner.md": ["course.figures"],
     "docs/strategy.md": ["course.figures"],
-    "docs/torchrun.md": ["course.figures", "course.measure", "torch"],
+    "docs/torchrun.md": ["course.figures", "course.measure", "session"],
     "docs/walls.md": ["course.figures"],
     "docs/zero.md": ["course.figures", "course.figures"],
 }
@@ -108,13 +108,14 @@ def node_run(tmp_path_factory):
     """Every offered block, then the probes (the edited ZeRO block and
     PRINTS), in one run: (offered, refused, results, probes), where
     probes is {id: (code, result)}."""
-    offered, refused = [], {}
+    offered, refused, sessions = [], {}, {}
     for block, code in executed_blocks():
-        why = runner.not_offered(code)
+        session = block.options.get("session")
+        page_sessions = sessions.setdefault(_page(block), set())
+        why = runner.refused(code, session, page_sessions)
         if why is not None:
             refused.setdefault(_page(block), []).append((block.id, why))
             continue
-        session = block.options.get("session")
         offered.append(
             {
                 "id": block.id,
@@ -291,7 +292,7 @@ def test_the_built_site_ships_the_runtime_and_current_archive():
         ("import torch", "imports torch"),
         ("from course.figures import figure", "imports course.figures"),
         # snippets.torchrun.activations imports torch itself
-        ("from snippets.torchrun.activations import block_terms", "torch"),
+        ("from snippets.torchrun.activations import record", "torch"),
         ("import threading", "imports threading"),
         ("import subprocess as sp", "imports subprocess"),
     ],
@@ -302,6 +303,19 @@ def test_not_offered_follows_imports_through_the_labs(code, why):
         assert found is None
     else:
         assert found is not None and why in found
+
+
+def test_a_refused_block_refuses_the_rest_of_its_session():
+    """The torchrun page's measurement is not offered, so neither is the
+    later block of its session that reads it; other sessions, and
+    blocks without one, are decided on their own code."""
+    sessions = set()
+    assert runner.refused("x = 1", "s", sessions) is None
+    assert "torch" in runner.refused("import torch", "s", sessions)
+    assert "session 's'" in runner.refused("print(x)", "s", sessions)
+    assert runner.refused("print(2)", "other", sessions) is None
+    assert runner.refused("print(3)", None, sessions) is None
+    assert sessions == {"s"}
 
 
 def test_block_html_is_one_json_element_or_nothing():

@@ -1,4 +1,5 @@
-"""snippets/torchrun/activations.py: measured bytes equal the formula.
+"""snippets/torchrun/activations.py measures the bytes that
+snippets/torchrun/activation_terms.py predicts: they must be equal.
 
 CPU only; run with CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1. Nothing
 here depends on values or timing, only on what autograd saves.
@@ -7,13 +8,15 @@ here depends on values or timing, only on what autograd saves.
 import pytest
 import torch
 
-from snippets.torchrun.activations import (
+from snippets.torchrun.activation_terms import (
     Bytes,
-    SavedTensors,
     block_terms,
-    is_weight,
     predicted_bytes_per_block,
     predicted_bytes_per_model,
+)
+from snippets.torchrun.activations import (
+    SavedTensors,
+    is_weight,
     record,
     saved_bytes,
     saved_bytes_per_block,
