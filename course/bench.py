@@ -6,10 +6,14 @@ Figures, not assertions: targets are for people to compare against.
 - `mkdocs serve`: seconds from a one-word prose edit to "Reloading
   browsers", the edit undone afterwards;
 - the charts and the notebooks: the work a cold build does for them;
+- Run in your browser, in Chromium on a fresh build: the first Run on a
+  lab page after a cold load, and the planner's full search in the
+  browser (a second Run, Python loaded) and in CPython; the site's size;
 Other parts of the site add their own figures (see `EXTRA` below).
 
     python -m course.bench            # all of it
     python -m course.bench parts      # charts and notebooks only
+    python -m course.bench runner     # the browser runner and planner
 """
 
 import collections
@@ -169,6 +173,80 @@ def parts():
     print(f"(load average {load:.1f} on {os.cpu_count()} CPUs at the start)")
 
 
+def _runs(page, n, state="done"):
+    """Click the n-th runner's Run on the open page; seconds to `state`."""
+    box = page.locator(".course-runner").nth(n)
+    started = time.perf_counter()
+    box.get_by_role("button", name="Run").click()
+    page.wait_for_function(
+        "([box, state]) => box.dataset.state === state",
+        arg=[box.element_handle(), state],
+        timeout=120_000,
+    )
+    return time.perf_counter() - started
+
+
+def _open_run_tab(page, url, path):
+    page.goto(url + path)
+    page.get_by_text("Run in your browser").first.click()
+    page.wait_for_selector(".course-runner textarea")
+
+
+def runner():
+    """The Run tab and the planner in Chromium, on a fresh build."""
+    from playwright.sync_api import sync_playwright
+
+    from course import browser
+    from snippets.planner.layouts import plan_layouts
+    from snippets.planner.model import MODELS, cluster
+
+    job = {"global_batch_tokens": 4 * 1024 * 1024, "micro_batch": 1}
+    model, nodes = MODELS["llama3-70b"], cluster("h100-80gb", 8)
+    seconds = []
+    for _ in range(5):
+        started = time.perf_counter()
+        plan = plan_layouts(model, nodes, job)
+        seconds.append(time.perf_counter() - started)
+    print(
+        f"planner, full search in CPython ({len(plan['ranked'])} layouts, "
+        f"median of 5): {sorted(seconds)[2]:5.3f} s  [< 1 s]"
+    )
+    site = Path(tempfile.mkdtemp())
+    subprocess.run(
+        [BIN / "mkdocs", "build", "--strict", "--quiet", "--site-dir", site],
+        cwd=ROOT,
+        check=True,
+    )
+    files = [f for f in site.rglob("*") if f.is_file()]
+    runtime = sum(
+        f.stat().st_size for f in (site / "assets" / "pyodide").iterdir()
+    )
+    total = sum(f.stat().st_size for f in files)
+    print(
+        f"site size: {total / 1e6:.1f} MB in {len(files)} files, of which "
+        f"Pyodide {runtime / 1e6:.1f} MB"
+    )
+    with sync_playwright() as p, browser.serve(site) as url:
+        chromium = browser.launch(p)
+        for path, label in (("zero/", "ZeRO page"), ("planner/", "planner")):
+            page = chromium.new_context().new_page()
+            _open_run_tab(page, url, path)
+            cold = _runs(page, 0)
+            warm = _runs(page, 0)
+            print(
+                f"{label}: first Run after a cold load {cold:5.2f} s  [< 4 s];"
+                f" again {warm:5.2f} s"
+                + (
+                    "  [< 3 s: the planner's search]"
+                    if path == "planner/"
+                    else ""
+                )
+            )
+            page.context.close()
+        chromium.close()
+    shutil.rmtree(site)
+
+
 def main():
     print(
         "make bench: seconds on this machine "
@@ -201,6 +279,8 @@ def main():
     )
     print()
     parts()
+    print()
+    runner()
     for module in EXTRA:
         if (ROOT / Path(*module.split("."))).with_suffix(".py").exists():
             print(f"\n{module}:", flush=True)
@@ -214,5 +294,7 @@ def main():
 if __name__ == "__main__":
     if sys.argv[1:] == ["parts"]:
         parts()
+    elif sys.argv[1:] == ["runner"]:
+        runner()
     else:
         main()
