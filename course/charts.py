@@ -11,7 +11,19 @@ from itertools import product
 
 from matplotlib.patches import Patch, Rectangle
 
-from course.svg import INK, PALETTE, figure_html, new_figure, style
+from course.svg import (
+    DARK_TEXT,
+    INK,
+    PALETTE,
+    arrow,
+    bare,
+    figure_html,
+    log2_axis,
+    new_figure,
+    style,
+    text_box,
+    text_on,
+)
 from snippets.activations.memory import GB, activation_bytes_per_gpu
 from snippets.comms.cost import LINKS_GBps, comms_cost
 from snippets.ddp.allreduce import allreduce_bytes
@@ -48,12 +60,6 @@ COMMS_JOB = {
 WORLD_SIZES = [2**k for k in range(11)]  # 1 ... 1024
 
 
-def _log2_axis(ax, values):
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(values, [str(v) for v in values])
-    ax.minorticks_off()
-
-
 def allreduce_factor():
     sizes = [n for n in range(2, 1025) if n < 16 or n % 8 == 0]
     sent = [allreduce_bytes(P7B, 2, n)["sent_per_rank_GB"] for n in sizes]
@@ -81,7 +87,7 @@ def allreduce_factor():
                 textcoords="offset points",
                 fontsize=9,
             )
-        _log2_axis(ax, WORLD_SIZES[1:])
+        log2_axis(ax, WORLD_SIZES[1:])
         ax.set_ylim(0, 2 * grad * 1.15)
         ax.set_xlabel("world size N (GPUs)")
         ax.set_ylabel("GB sent per rank")
@@ -140,7 +146,7 @@ def memory():
                 markersize=4,
                 label=names[s],
             )
-        _log2_axis(ax, WORLD_SIZES)
+        log2_axis(ax, WORLD_SIZES)
         ax.set_yscale("log")
         ticks = [0.1, 0.3, 1, 3, 10, 30, 100]
         ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
@@ -189,7 +195,7 @@ def bubble():
                 linestyle="--",
                 label=f"p={p}: interleaved, v=2",
             )
-        _log2_axis(ax, ms)
+        log2_axis(ax, ms)
         ax.set_ylim(0, 1)
         ax.yaxis.set_major_formatter(lambda y, _: f"{y:.0%}")
         ax.set_xlabel("micro-batches per step m")
@@ -398,49 +404,6 @@ def comms():
 
 # --- diagrams ---------------------------------------------------------
 
-DARK_TEXT = "#111111"  # on the palette's fills but one: 4.9:1 or more
-
-
-def _luminance(colour):
-    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
-    r, g, b = (
-        c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-        for c in channels
-    )
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-
-def text_on(fill):
-    """DARK_TEXT or white, whichever contrasts more with `fill` (WCAG
-    ratio; PALETTE[3] needs white)."""
-    fill_l = _luminance(fill)
-    dark = (fill_l + 0.05) / (_luminance(DARK_TEXT) + 0.05)
-    light = 1.05 / (fill_l + 0.05)
-    return DARK_TEXT if dark >= light else "#ffffff"
-
-
-def _bar(ax, x, y, width, height, color, text="", **kw):
-    """A filled box with centred text, in data coordinates."""
-    ax.add_patch(
-        Rectangle(
-            (x, y), width, height, facecolor=color, edgecolor="none", **kw
-        )
-    )
-    if text:
-        ax.text(
-            x + width / 2,
-            y + height / 2,
-            text,
-            ha="center",
-            va="center",
-            color=text_on(color),
-        )
-
-
-def _bare(ax):
-    ax.set_axis_off()
-    ax.set_aspect("auto")
-
 
 def ring():
     n = 4
@@ -462,7 +425,7 @@ def ring():
                     c = (rank - s) % n
                 else:
                     c = (rank + 1 - s) % n
-                _bar(
+                text_box(
                     ax,
                     col + 0.05,
                     rank + 0.08,
@@ -485,7 +448,7 @@ def ring():
             )
         ax.set_xlim(-1.1, len(steps))
         ax.set_ylim(n + 0.6, -0.5)
-        _bare(ax)
+        bare(ax)
     return figure_html(
         fig,
         name="ring",
@@ -598,15 +561,6 @@ def _matrix(ax, x, y, size, t, part, split, color, name):
     ax.text(x + size / 2, y + size + 0.12, name, ha="center", va="top")
 
 
-def _arrow(ax, x0, x1, y):
-    ax.annotate(
-        "",
-        (x1, y),
-        (x0, y),
-        arrowprops={"arrowstyle": "->", "color": INK, "linewidth": 1},
-    )
-
-
 def tensor_split():
     t, h, s = 2, 4096, 4096
     t8 = 8
@@ -620,17 +574,21 @@ def tensor_split():
             y = gpu * 1.9
             mid = y + size / 2
             ax.text(-0.15, mid, f"GPU {gpu + 1}", ha="right", va="center")
-            _bar(ax, 0, y + 0.2, 0.6, 0.6, PALETTE[4], "X")
-            _arrow(ax, 0.65, 0.95, mid)
+            text_box(ax, 0, y + 0.2, 0.6, 0.6, PALETTE[4], "X")
+            arrow(ax, 0.65, 0.95, mid)
             _matrix(ax, 1.0, y, size, t, gpu, "col", PALETTE[0], "A: columns")
-            _arrow(ax, 2.05, 2.35, mid)
-            _bar(ax, 2.38, y + 0.2, 1.1, 0.6, PALETTE[0], f"GeLU(XA{gpu + 1})")
-            _arrow(ax, 3.55, 3.9, mid)
+            arrow(ax, 2.05, 2.35, mid)
+            text_box(
+                ax, 2.38, y + 0.2, 1.1, 0.6, PALETTE[0], f"GeLU(XA{gpu + 1})"
+            )
+            arrow(ax, 3.55, 3.9, mid)
             _matrix(ax, 3.95, y, size, t, gpu, "row", PALETTE[1], "B: rows")
-            _arrow(ax, 5.0, 5.3, mid)
-            _bar(ax, 5.35, y + 0.2, 0.6, 0.6, PALETTE[1], f"Z{gpu + 1}")
-            _arrow(ax, 6.0, 6.3, mid)
-        _bar(ax, 6.35, 0.2, 1.1, 1.9 + 0.6, PALETTE[2], "all-reduce\nZ1 + Z2")
+            arrow(ax, 5.0, 5.3, mid)
+            text_box(ax, 5.35, y + 0.2, 0.6, 0.6, PALETTE[1], f"Z{gpu + 1}")
+            arrow(ax, 6.0, 6.3, mid)
+        text_box(
+            ax, 6.35, 0.2, 1.1, 1.9 + 0.6, PALETTE[2], "all-reduce\nZ1 + Z2"
+        )
         ax.text(
             3.6,
             3.5,
@@ -640,7 +598,7 @@ def tensor_split():
         )
         ax.set_xlim(-0.95, 7.55)
         ax.set_ylim(3.7, -0.1)
-        _bare(ax)
+        bare(ax)
     return figure_html(
         fig,
         name="tensor-split",
@@ -681,10 +639,10 @@ def accumulation():
             x = 0
             for _ in range(k):
                 fwd, bwd = micro * share, micro * (1 - share)
-                _bar(ax, x, row + 0.15, fwd, 0.7, PALETTE[0], "F")
-                _bar(ax, x + fwd, row + 0.15, bwd, 0.7, PALETTE[1], "B")
+                text_box(ax, x, row + 0.15, fwd, 0.7, PALETTE[0], "F")
+                text_box(ax, x + fwd, row + 0.15, bwd, 0.7, PALETTE[1], "B")
                 x += micro
-            _bar(
+            text_box(
                 ax,
                 x,
                 row + 0.15,
@@ -900,14 +858,14 @@ def course_map():
         ax = fig.add_subplot()
         for i, (_, title, adds) in enumerate(COURSE_MAP):
             color = PALETTE[1] if i == n - 1 else PALETTE[0]
-            _bar(ax, 0, i + 0.1, 2.3, 0.8, color)
+            text_box(ax, 0, i + 0.1, 2.3, 0.8, color)
             ax.text(
                 0.08, i + 0.5, title, va="center", color=DARK_TEXT, fontsize=11
             )
             ax.text(2.38, i + 0.5, adds, va="center", fontsize=11)
         ax.set_xlim(0, 4.8)
         ax.set_ylim(n, 0)
-        _bare(ax)
+        bare(ax)
     return figure_html(
         fig,
         name="course-map",
@@ -964,8 +922,8 @@ def strategy():
         fig = new_figure(6.4, 0.95 * rows + 0.2)
         ax = fig.add_subplot()
         for y, (question, rung) in enumerate(chain):
-            _bar(ax, 0, y + 0.15, 2.4, 0.6, PALETTE[4], question)
-            _arrow(ax, 2.45, 3.05, y + 0.45)
+            text_box(ax, 0, y + 0.15, 2.4, 0.6, PALETTE[4], question)
+            arrow(ax, 2.45, 3.05, y + 0.45)
             ax.text(
                 2.75,
                 y + 0.38,
@@ -973,7 +931,7 @@ def strategy():
                 ha="center",
                 va="bottom",
             )
-            _bar(
+            text_box(
                 ax,
                 3.1,
                 y + 0.05,
@@ -989,7 +947,7 @@ def strategy():
                 arrowprops={"arrowstyle": "->", "color": INK},
             )
             ax.text(1.3, y + 0.95, "no", va="center")
-        _bar(
+        text_box(
             ax,
             0,
             len(chain) + 0.15,
@@ -1000,7 +958,7 @@ def strategy():
         )
         ax.set_xlim(0, 6.4)
         ax.set_ylim(rows, 0)
-        _bare(ax)
+        bare(ax)
     return figure_html(
         fig,
         name="strategy",

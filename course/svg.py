@@ -11,6 +11,10 @@ things make that work:
   transparent, so the figure takes the page's text colour.
 - Accessibility: `role="img"`, an `aria-label` and a `<title>`, inside
   a `<figure>` whose caption says what to notice.
+
+The charts (course/charts/) also share a few drawing helpers from here:
+a log-2 axis, text that contrasts with its fill, labelled boxes and
+arrows for the diagrams.
 """
 
 import html
@@ -23,12 +27,14 @@ import matplotlib
 matplotlib.use("svg")  # no GUI backend, nothing else to import
 
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
 
 # Chart text is never drawn smaller than this many CSS px: a chart whose
 # smallest font would shrink below it at the column's width gets a
 # min-width, and scrolls sideways in its own box instead of shrinking.
 MIN_TEXT_PX = 11
 INK = "#0a0b0c"  # sentinel for "the page's text colour"; never a data colour
+DARK_TEXT = "#111111"  # on the palette's fills but one: 4.9:1 or more
 # Series colours: at least 3:1 contrast on white and on Material's slate.
 PALETTE = ("#3a87c8", "#d9641e", "#1f9a5a", "#b8479a", "#7a6fd0")
 
@@ -119,3 +125,65 @@ def min_width(svg):
     view = float(re.search(r'viewBox="[\d.]+ [\d.]+ ([\d.]+)', svg)[1])
     sizes = [float(s) for s in re.findall(r"font-size: ?([\d.]+)px", svg)]
     return math.ceil(view * MIN_TEXT_PX / min(sizes))
+
+
+# --- drawing helpers shared by the charts -----------------------------
+
+
+def log2_axis(ax, values):
+    """A base-2 log x axis with a plain tick at each of `values`."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(values, [str(v) for v in values])
+    ax.minorticks_off()
+
+
+def _luminance(colour):
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = (
+        c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+        for c in channels
+    )
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def text_on(fill):
+    """DARK_TEXT or white, whichever contrasts more with `fill` (WCAG
+    ratio; PALETTE[3] needs white)."""
+    fill_l = _luminance(fill)
+    dark = (fill_l + 0.05) / (_luminance(DARK_TEXT) + 0.05)
+    light = 1.05 / (fill_l + 0.05)
+    return DARK_TEXT if dark >= light else "#ffffff"
+
+
+def text_box(ax, x, y, width, height, color, text="", **kw):
+    """A filled box with centred text, in data coordinates."""
+    ax.add_patch(
+        Rectangle(
+            (x, y), width, height, facecolor=color, edgecolor="none", **kw
+        )
+    )
+    if text:
+        ax.text(
+            x + width / 2,
+            y + height / 2,
+            text,
+            ha="center",
+            va="center",
+            color=text_on(color),
+        )
+
+
+def bare(ax):
+    """No axes, ticks or frame: the axes are a canvas for a diagram."""
+    ax.set_axis_off()
+    ax.set_aspect("auto")
+
+
+def arrow(ax, x0, x1, y):
+    """A horizontal arrow from x0 to x1 at height y, in data coordinates."""
+    ax.annotate(
+        "",
+        (x1, y),
+        (x0, y),
+        arrowprops={"arrowstyle": "->", "color": INK, "linewidth": 1},
+    )
