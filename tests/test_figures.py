@@ -14,9 +14,10 @@ from itertools import product
 
 import pytest
 
-from course import charts
+from course.charts import course_map, strategy, zero_stages
+from course.charts._common import COMMS_JOB, P7B
 from course.fences import ROOT
-from course.figures import figure
+from course.figures import draw, figure, names
 from snippets.comms.cost import comms_cost
 from snippets.ddp.allreduce import allreduce_bytes
 from snippets.pipeline.bubble import bubble_fraction
@@ -32,7 +33,7 @@ from snippets.zero.memory import memory_per_gpu
 @pytest.fixture(scope="module")
 def figures():
     """Every chart, drawn here and now (no cache)."""
-    return {name: draw() for name, draw in charts.CHARTS.items()}
+    return {name: draw(name) for name in names()}
 
 
 def project_copy(dest):
@@ -139,10 +140,9 @@ def test_schedule_rejects_bad_input(kwargs, error, words):
 
 DIGESTS = (
     "import hashlib, json\n"
-    "from course.charts import CHARTS\n"
-    "from course.figures import figure\n"
+    "from course.figures import figure, names\n"
     "print(json.dumps({n: hashlib.sha256(figure(n).encode()).hexdigest()"
-    " for n in CHARTS}))\n"
+    " for n in names()}))\n"
 )
 
 
@@ -195,7 +195,7 @@ def test_figures_follow_the_page_colour_and_stay_small(figures):
 
 
 def test_figure_numbers_come_from_the_labs(figures):
-    p7b, job = charts.P7B, charts.COMMS_JOB
+    p7b, job = P7B, COMMS_JOB
     sent = allreduce_bytes(p7b, 2, 64)["sent_per_rank_GB"]
     assert f"{sent:g} GB with 64" in figures["allreduce-factor"]
     ddp = memory_per_gpu("ddp", p7b, 8)
@@ -207,8 +207,14 @@ def test_figure_numbers_come_from_the_labs(figures):
 
 
 def test_unknown_figure_is_refused():
-    with pytest.raises(ValueError, match="name must be one of 'allreduce"):
-        figure("memroy")
+    listed = ", ".join(repr(n) for n in names())
+    for bad in ("memroy", "zero_stages", "_common", "../figures"):
+        with pytest.raises(ValueError) as refused:
+            figure(bad)
+        assert str(refused.value) == (
+            f"name must be one of {listed}; got {bad!r}"
+        )
+    assert "'accumulation', 'activations', 'allreduce-factor'" in listed
 
 
 def test_pages_name_only_known_figures():
@@ -217,7 +223,7 @@ def test_pages_name_only_known_figures():
         "\n".join(p.read_text() for p in (ROOT / "docs").rglob("*.md")),
     )
     assert named, "no page prints a figure"
-    assert set(named) <= set(charts.CHARTS)
+    assert set(named) == set(names()), "a chart no page prints"
     assert len(named) == len(set(named)), "a figure is printed twice"
 
 
@@ -276,26 +282,27 @@ def test_a_lab_edited_while_serving_is_drawn_from_its_new_source(tmp_path):
 
 
 def test_new_figures_state_the_labs_numbers(figures):
-    ring = allreduce_bytes(charts.P7B, 2, 4)
+    ring = allreduce_bytes(P7B, 2, 4)
     assert f"that is {ring['sent_per_rank_GB']:g} GB" in figures["ring"]
     for s in ("ddp", "zero1", "zero2", "zero3"):
-        gb = memory_per_gpu(s, charts.P7B, 8)
+        gb = memory_per_gpu(s, P7B, 8)
         assert f"{gb:.2f}" in figures["zero-stages"], s
-        assert math.isclose(sum(charts._state_parts(s, charts.P7B, 8)), gb)
+        assert math.isclose(sum(zero_stages._state_parts(s, P7B, 8)), gb)
 
 
 def test_course_map_follows_the_nav():
     from tests.browser.test_browser_figures import lesson_files
 
-    assert [page for page, _, _ in charts.COURSE_MAP] == lesson_files()[1:]
+    pages = [page for page, _, _ in course_map.COURSE_MAP]
+    assert pages == lesson_files()[1:]
 
 
 def test_strategy_chart_asks_what_choose_strategy_answers():
     from snippets.strategy.choose import RULES, choose_strategy
 
-    chain, last = charts.strategy_chain()
-    names = [q for q, _ in RULES if q is not None]
-    assert [q for q, _ in chain] == [charts._question(n) for n in names]
+    chain, last = strategy.strategy_chain()
+    asked = [q for q, _ in RULES if q is not None]
+    assert [q for q, _ in chain] == [strategy._question(n) for n in asked]
     # Reading the chart top to bottom, stopping at the first yes, gives
     # the function's own answer for every consistent set of answers.
     tried = 0
@@ -313,7 +320,7 @@ def test_strategy_chart_asks_what_choose_strategy_answers():
         got = next(
             (
                 rung
-                for (_, rung), n in zip(chain, names, strict=True)
+                for (_, rung), n in zip(chain, asked, strict=True)
                 if answers[n]
             ),
             last,
@@ -321,4 +328,4 @@ def test_strategy_chart_asks_what_choose_strategy_answers():
         assert got == want, answers
         tried += 1
     assert tried >= 8
-    assert "first yes" in charts.strategy()
+    assert "first yes" in strategy.draw()
