@@ -1,6 +1,6 @@
 """The charts: byte-identical across builds, accessible, drawn from the
-labs and redrawn when a lab they import changes; and the pipeline
-schedule lab they draw from."""
+labs and redrawn when a lab they import changes, each keyed on its own
+labs only; and the pipeline schedule lab they draw from."""
 
 import hashlib
 import json
@@ -14,10 +14,11 @@ from itertools import product
 
 import pytest
 
+from course import cache
 from course.charts import course_map, strategy, zero_stages
 from course.charts._common import COMMS_JOB, P7B
 from course.fences import ROOT
-from course.figures import draw, figure, names
+from course.figures import draw, figure, module, names
 from snippets.comms.cost import comms_cost
 from snippets.ddp.allreduce import allreduce_bytes
 from snippets.pipeline.bubble import bubble_fraction
@@ -259,6 +260,38 @@ def test_editing_a_lab_a_chart_imports_redraws_it(tmp_path):
     assert drawn == "drew"
     assert f"{bubble_fraction(4, 16) / 2:.1%}" in html
     assert f"{bubble_fraction(4, 16):.1%}" not in html
+
+
+# A lab -> the charts whose modules import it, directly or not. The
+# schedule lab's demo imports the bubble lab; the planner's layouts
+# import both labs.
+REDRAWN = {
+    "snippets/pipeline/bubble.py": {"bubble", "schedule", "planner"},
+    "snippets/zero/memory.py": {
+        "memory",
+        "zero-stages",
+        "torchrun",
+        "planner",
+    },
+}
+
+
+@pytest.mark.parametrize("lab", REDRAWN)
+def test_each_chart_is_keyed_on_the_labs_it_imports_only(lab, tmp_path):
+    """figure() keys a chart on its own module (course/charts/NAME.py)
+    and what that imports: an edited lab changes the keys of the charts
+    that import it and leaves the others cached."""
+    project = project_copy(tmp_path)
+
+    def keys():
+        return {n: cache.key(module(n), root=project) for n in names()}
+
+    before = keys()
+    path = project / lab
+    path.write_text(path.read_text() + "\n# edited\n")
+    after = keys()
+    changed = {n for n in names() if after[n] != before[n]}
+    assert changed == REDRAWN[lab]
 
 
 def test_a_lab_edited_while_serving_is_drawn_from_its_new_source(tmp_path):
