@@ -24,6 +24,7 @@ runner, and a session in the browser holds only its labs.
 """
 
 import ast
+import difflib
 import io
 import itertools
 import tokenize
@@ -172,6 +173,16 @@ def type_over(box, code, start, end, new):
     box.page.keyboard.type(new)
 
 
+def diff(expected, shown, expected_name, shown_name):
+    """A unified diff of two outputs (of their lines: reprs when only
+    their trailing newlines differ)."""
+    lines = [text.rstrip("\n").split("\n") for text in (expected, shown)]
+    found = difflib.unified_diff(
+        *lines, expected_name, shown_name, lineterm=""
+    )
+    return "\n".join(found) or f"{expected_name}: {expected!r}\n{shown!r}"
+
+
 def edit_and_run(box, block, code, history):
     """Reset the runner, make the chosen edit, Run: [] if the runner
     shows what CPython gives, else [what differs]. `history` is what
@@ -190,12 +201,10 @@ def edit_and_run(box, block, code, history):
     if error is not None and state == "error" and shown.endswith(error):
         return []
     line = code[:start].count("\n") + 1
-    cpython = repr(output) if error is None else f"an error\n{error!r}"
-    return [
-        f"{block.id}, line {line} of the lab edited, {code[start:end]} -> "
-        f"{new}: Run ended {state} and shows\n{shown!r}\nCPython gives\n"
-        f"{cpython}"
-    ]
+    edit = f"{block.id}, line {line} of the lab, {code[start:end]} -> {new}"
+    if error is None:
+        return [diff(output, shown, f"{edit} (CPython)", f"(Run, {state})")]
+    return [f"{edit}: CPython raises\n{error}Run ended {state}:\n{shown}"]
 
 
 @pytest.fixture(scope="module")
@@ -238,17 +247,16 @@ def test_each_lab_runs_in_the_browser_as_recorded_and_as_edited(
         assert box.locator("textarea").input_value() == code, block.id
         state, shown = run(box)
         if state != "done" or shown.rstrip("\n") != block.record:
-            wrong.append(
-                f"{block.id}: Run ended {state} and shows\n{shown!r}\n"
-                f"the page records\n{block.record!r}"
-            )
+            ended = f"{block.id} (Run, {state})"
+            wrong.append(diff(block.record, shown, block.id, ended))
         ran.setdefault(block.options.get("session"), []).append(code)
     for n, (block, code) in enumerate(labs):
         session = block.options.get("session")
         history = ran[session] if session else []
         box = page.locator(".course-runner").nth(n)
         wrong += edit_and_run(box, block, code, history)
-    assert not wrong, "\n".join(wrong)
+    if wrong:
+        pytest.fail("\n".join(wrong), pytrace=False)
     assert "assets/pyodide/pyodide.asm.wasm" in v.loaded
     assert f"assets/run/{runner.archive()[0]}" in v.loaded
     assert not v.off_host, f"requests that left 127.0.0.1: {v.off_host}"
