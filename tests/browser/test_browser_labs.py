@@ -8,13 +8,13 @@ One visit per page with labs (Pyodide loads once per page), and on it:
    (but for the trailing newlines, which a record never keeps);
 2. every lab again, in page order: Reset, type over one literal as a
    reader would, Run; what the runner shows must equal what CPython
-   (markdown-exec's runner, as in the build) prints for the same code
-   in the same session state, which is a fresh namespace that runs
-   what the page's Python ran in that session, in the same order (step
-   1's blocks as recorded, then this step's earlier edits), then the
-   edited block. An edit that raises must show CPython's exception
-   line(s). The edit is chosen here, in CPython, and must change what
-   the lab prints, so no lab passes by printing its record again;
+   gives (markdown-exec's runner, as in the build) for what the page's
+   Python ran in that session, in the same order, in a fresh
+   namespace: the session's labs as in step 1, this step's earlier
+   edits, then the edited lab. An edit that raises must show CPython's
+   exception line(s). The edit is chosen here, in CPython (`edits`),
+   and must change what the lab prints, so no lab can pass by printing
+   its record again;
 3. no request left 127.0.0.1, and Python and the labs came from the
    site's own files.
 
