@@ -48,11 +48,13 @@ def lab_blocks():
     runner, in page order; `code` as the runner's editor holds it: the
     code the build ran, less its outer blank lines (as the lab layout
     shows it, course/execute.py)."""
-    pages = {}
+    pages, refused = {}, {}
     for block, code in executed_blocks():
-        lab = block.options.get("source") == "lab"
-        if lab and runner.not_offered(code) is None:
-            page = block.path.relative_to(ROOT).as_posix()
+        page = block.path.relative_to(ROOT).as_posix()
+        session = block.options.get("session")
+        sessions = refused.setdefault(page, set())
+        offered = runner.refused(code, session, sessions) is None
+        if offered and block.options.get("source") == "lab":
             pages.setdefault(page, []).append((block, code.strip("\n")))
     return pages
 
