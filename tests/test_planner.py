@@ -2,8 +2,10 @@
 config.json, published layouts and the command line."""
 
 import json
+import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -17,10 +19,11 @@ from snippets.planner.model import (
     MODELS,
     cluster,
     from_hf_config,
+    in_config_terms,
     parameter_count,
 )
 from snippets.planner.published import PUBLISHED, check
-from snippets.planner.report import report
+from snippets.planner.report import as_text, plan, report, sections
 from snippets.zero.memory import memory_per_gpu
 
 JOB = {"global_batch_tokens": 4 * 1024 * 1024, "micro_batch": 1}
@@ -320,3 +323,96 @@ def test_cli_refuses_a_bad_config(tmp_path):
         timeout=60,
     )
     assert done.returncode == 2 and "not valid JSON" in done.stderr
+
+
+EXAMPLE = ROOT / "snippets" / "planner" / "llama-3.2-1b.json"
+
+
+def test_the_example_config_is_llama_3_2_1b():
+    """The planner form's example: 1.24 billion parameters, as Meta
+    gives for Llama 3.2 1B (tied embeddings, grouped queries)."""
+    model = from_hf_config(EXAMPLE.read_text(encoding="utf-8"))
+    assert parameter_count(model) / 1e9 == pytest.approx(1.24, abs=0.005)
+    assert model["kv_heads"] == 8 and model["tied_embeddings"]
+
+
+def test_plan_is_report_in_sections():
+    config = EXAMPLE.read_text(encoding="utf-8")
+    parts = plan(config, seq_len=4096, nodes=2)
+    model = from_hf_config(config, seq_len=4096)
+    assert parts == sections(model, cluster("h100-80gb", 2), JOB)
+    assert as_text(parts) == report(model, cluster("h100-80gb", 2), JOB)
+    kinds = [kind for kind, _ in parts]
+    # the answer, the table, the launch command, the mesh #1 needs
+    assert kinds == ["text", "table", "text", "code", "text", "code"]
+    assert parts[3][1].startswith("torchrun --nnodes=2 --nproc_per_node=8")
+    assert parts[5][1].startswith("This course's training script runs")
+    preset = plan(preset="llama3-70b", nodes=8, top=6)
+    assert preset == sections(L70, H100x8, JOB, top=6)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        ({}, "either config"),
+        ({"config": "{}", "preset": "llama3-8b"}, "either config"),
+        ({"preset": "llama4"}, "preset must be one of"),
+        ({"preset": "llama3-8b", "seq_len": 0}, "model.seq_len must be >= 1"),
+        ({"preset": "llama3-8b", "gpu": "b200"}, "gpu must be one of"),
+        ({"preset": "llama3-8b", "nodes": 0}, "nodes must be >= 1"),
+        ({"preset": "llama3-8b", "nodes": "2"}, "nodes must be an int"),
+        (
+            {"preset": "llama3-8b", "global_batch_tokens": 1000},
+            "training.global_batch_tokens",
+        ),
+        ({"preset": "llama3-8b", "micro_batch": -1}, "training.micro_batch"),
+        (
+            {"preset": "llama3-8b", "efficiency": 0},
+            "training.compute_efficiency",
+        ),
+        ({"preset": "llama3-8b", "top": 0}, "top must be >= 1"),
+        (
+            {"config": json.dumps({**HF, "num_attention_heads": 30})},
+            "model.heads (num_attention_heads) must divide model.hidden "
+            "(hidden_size)",
+        ),
+    ],
+)
+def test_plan_refuses_bad_input_by_name(args, words):
+    with pytest.raises((TypeError, ValueError), match=re.escape(words)):
+        plan(**args)
+
+
+def test_config_errors_name_the_config_json_key():
+    assert in_config_terms("model.kv_heads must divide model.heads") == (
+        "model.kv_heads (num_key_value_heads) must divide "
+        "model.heads (num_attention_heads)"
+    )
+    # a sequence length given apart from config.json keeps our name
+    message = "model.seq_len must be >= 1, got 0"
+    assert in_config_terms(message, seq_len=0) == message
+    assert "max_position_embeddings" in in_config_terms(message)
+    with pytest.raises(TypeError, match=r"model.vocab \(vocab_size\)"):
+        from_hf_config(json.dumps({**HF, "vocab_size": "128256"}))
+
+
+def test_a_plan_over_the_full_search_takes_under_a_second():
+    """The slowest of the presets' searches (GPT-3 175B on 128 DGX-2
+    nodes tries 230 layouts), best of three runs."""
+    best = min(
+        _timed(
+            plan,
+            preset="gpt3-175b",
+            gpu="v100-32gb",
+            nodes=128,
+            global_batch_tokens=2048 * 1536,
+        )
+        for _ in range(3)
+    )
+    assert best < 1.0
+
+
+def _timed(function, **kwargs):
+    started = time.perf_counter()
+    function(**kwargs)
+    return time.perf_counter() - started

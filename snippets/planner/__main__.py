@@ -7,8 +7,8 @@ python -m snippets.planner --config config.json --seq-len 4096
 import argparse
 import sys
 
-from snippets.planner.model import GPUS, MODELS, cluster, from_hf_config
-from snippets.planner.report import report
+from snippets.planner.model import GPUS, MODELS
+from snippets.planner.report import as_text, plan
 
 
 def parser():
@@ -40,22 +40,24 @@ def main(argv=None):
     p = parser()
     args = p.parse_args(argv)
     try:
-        if args.preset:
-            model = dict(MODELS[args.preset])
-            if args.seq_len:
-                model["seq_len"] = args.seq_len
-        else:
+        config = None
+        if args.config:
             with open(args.config, encoding="utf-8") as f:
-                model = from_hf_config(f.read(), seq_len=args.seq_len)
-        training = {
-            "global_batch_tokens": args.global_batch_tokens,
-            "micro_batch": args.micro_batch,
-            "compute_efficiency": args.efficiency,
-        }
-        text = report(model, cluster(args.gpu, args.nodes), training, args.top)
+                config = f.read()
+        parts = plan(
+            config,
+            preset=args.preset,
+            seq_len=args.seq_len,
+            gpu=args.gpu,
+            nodes=args.nodes,
+            global_batch_tokens=args.global_batch_tokens,
+            micro_batch=args.micro_batch,
+            efficiency=args.efficiency,
+            top=args.top,
+        )
     except (OSError, TypeError, ValueError) as error:
         p.error(str(error))
-    print(text)
+    print(as_text(parts))
     return 0
 
 

@@ -3,6 +3,7 @@ counted; presets for a few published models and GPUs."""
 
 # --8<-- [start:model]
 import json
+import re
 from dataclasses import asdict, is_dataclass
 
 from snippets.checks import choice, count, flag, number
@@ -109,6 +110,25 @@ HF_KEYS = {
 }
 
 
+HF_NAMES = {
+    **HF_KEYS,
+    "kv_heads": "num_key_value_heads",
+    "tied_embeddings": "tie_word_embeddings",
+}
+
+
+def in_config_terms(message, seq_len=None):
+    """A check's message about model.<key>, with the config.json key it
+    came from beside each: model.heads (num_attention_heads)."""
+    for ours, hf in HF_NAMES.items():
+        if ours == "seq_len" and seq_len is not None:
+            continue  # given apart from the config
+        message = re.sub(
+            rf"\bmodel\.{ours}\b", f"model.{ours} ({hf})", message
+        )
+    return message
+
+
 def from_hf_config(text, seq_len=None):
     """A model dict from the text of a Hugging Face config.json.
 
@@ -140,7 +160,10 @@ def from_hf_config(text, seq_len=None):
     model["tied_embeddings"] = config.get("tie_word_embeddings", False)
     if seq_len is not None:
         model["seq_len"] = seq_len
-    model = check_model(model)
+    try:
+        model = check_model(model)
+    except (TypeError, ValueError) as error:
+        raise type(error)(in_config_terms(str(error), seq_len)) from None
     width = model["hidden"] // model["heads"]
     if config.get("head_dim", width) != width:
         raise ValueError(
