@@ -95,6 +95,7 @@ let worker = null;
 let ran = new Set(); // runners whose code ran in the current worker
 let nextId = 0;
 let queue = Promise.resolve(); // one run at a time
+let pageArchive = null; // the labs' archive the page's runners name
 
 function newWorker() {
   worker = new Worker(new URL("worker.js", HERE), { type: "module" });
@@ -158,6 +159,40 @@ function earlier(runner) {
     );
 }
 
+// Run `code` in the page's Python, after whatever runs now, for other
+// parts of a page than the runners (planner.js). `archive` defaults to
+// the one the page's runners name. Resolves to {output, error}, or
+// {stopped: why} when the time limit (seconds) ended it; `onEvent`
+// hears "loading" and "started" as a runner does.
+export function runCode(code, options = {}) {
+  const { session = null, archive = pageArchive } = options;
+  const onEvent = options.onEvent ?? (() => {});
+  const limit = (options.limit ?? DEFAULT_LIMIT_S) * 1000;
+  const job = async () => {
+    if (!archive) {
+      return { output: "", error: "This page has no Python to run." };
+    }
+    let timer = null;
+    let stopped = null;
+    const result = await send({ code, session, archive }, (event) => {
+      if (event.type === "started") {
+        timer = setTimeout(() => {
+          stopped = `time limit of ${limit / 1000} s`;
+          const current = worker;
+          restart();
+          if (current && current.stopped) current.stopped();
+        }, limit);
+      }
+      onEvent(event);
+    });
+    clearTimeout(timer);
+    return stopped ? { stopped } : result;
+  };
+  const done = queue.then(job, job);
+  queue = done;
+  return done;
+}
+
 // --- one runner ----------------------------------------------------------------
 
 function button(label, title) {
@@ -183,6 +218,7 @@ function loadStyle() {
 export function mountRunner(element, options) {
   const { source, session = null, page = "", archive } = options;
   const limit = (options.limit ?? DEFAULT_LIMIT_S) * 1000;
+  pageArchive ??= archive;
   loadStyle();
   const root = document.createElement("div");
   root.className = "course-runner";
