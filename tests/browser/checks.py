@@ -558,15 +558,18 @@ def palette_problems(page):
 _AXE = Axe()
 
 
-def axe_problems(page, options=None):
-    """Serious and critical axe-core violations, one line per rule.
+def axe_problems(page, options=None, context=None):
+    """Serious and critical axe-core violations, one line per rule, in
+    the whole page or in what the CSS selector `context` picks.
 
     axe.min.js is the copy bundled with axe-playwright-python; it is
     injected into the page, so running it fetches nothing (the Visit
     records any request it would make)."""
     open_details(page)
     results = _AXE.run(
-        page, options=options or {"resultTypes": ["violations"]}
+        page,
+        context=context,
+        options=options or {"resultTypes": ["violations"]},
     )
     problems = []
     for v in results.response["violations"]:
