@@ -2,7 +2,8 @@
 `python -m snippets.planner` prints for the same inputs, byte for byte;
 bad input shows the message the command line gives, which names the
 field, and the form plans again after it; Python loads on the first
-Plan only; no request leaves 127.0.0.1 (the Visit of
+Plan only; the form, with its answer or its message, passes axe-core in
+both palettes; no request leaves 127.0.0.1 (the Visit of
 tests/browser/checks.py aborts and records any).
 
 The shown answer is read back as text: each paragraph's text, the table
@@ -113,9 +114,10 @@ def plan(visit, timeout_s=COLD_S):
 
 def axe(visit):
     """axe-core's serious findings in the form (its answer or message
-    included), once no button is left in its hover colours: the mouse
-    is moved away and the colour transitions have ended."""
+    included), with Plan focused, as a click may leave it (the mouse
+    moved away, the colour transitions ended)."""
     visit.page.mouse.move(0, 0)
+    visit.page.locator(f"{FORM} button[type=submit]").focus()
     visit.page.wait_for_function("() => document.getAnimations().length === 0")
     return checks.axe_problems(visit.page, context=FORM)
 
@@ -166,6 +168,8 @@ def test_plan_shows_what_the_command_line_prints(planner, tmp_path):
         copied = planner.page.evaluate("navigator.clipboard.readText()")
         assert copied.strip() == codes.nth(i).text_content().strip()
     problems = axe(planner)
+    assert checks.toggle_palette(planner.page) == "slate"
+    problems += [f"dark: {p}" for p in axe(planner)]
     assert not problems, checks.report("planner form", problems)
 
 
@@ -249,4 +253,6 @@ def test_bad_input_names_the_field_and_the_form_plans_after(planner, tmp_path):
     state, shown, _, _ = plan(planner)
     assert (state, shown) == ("error", "nodes must be an int, got str 'two'")
     problems = axe(planner)
+    assert checks.toggle_palette(planner.page) == "slate"
+    problems += [f"dark: {p}" for p in axe(planner)]
     assert not problems, checks.report("planner form, error", problems)
