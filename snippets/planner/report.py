@@ -10,18 +10,18 @@ from snippets.planner.model import MODELS, cluster, from_hf_config
 def table(ranked, top=5):
     """A Markdown table of the first `top` layouts."""
     lines = [
-        "| # | layout | states, GB | activations, GB | total GB | fits"
-        " | step, s | exposed comms, s | bubble, s | tokens/s | MFU |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| # | layout | GB per GPU: states + activations | fits | step, s"
+        " | of which exposed comms + bubble, s | tokens/s | MFU |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for i, r in enumerate(ranked[:top], start=1):
         gb, s = r["memory_per_gpu_GB"], r["step_s"]
         states = gb["parameters"] + gb["gradients"] + gb["optimizer"]
         lines.append(
-            f"| {i} | {name(r['layout'])} | {states:.1f} | "
-            f"{gb['activations']:.1f} | {gb['total']:.1f} | "
+            f"| {i} | {name(r['layout'])} | {states:.1f} + "
+            f"{gb['activations']:.1f} = {gb['total']:.1f} | "
             f"{'yes' if r['fits'] else 'no'} | {s['total']:.2f} | "
-            f"{s['exposed_communication']:.2f} | {s['bubble']:.2f} | "
+            f"{s['exposed_communication']:.2f} + {s['bubble']:.2f} | "
             f"{r['tokens_per_s']:,.0f} | {r['mfu']:.1%} |"
         )
     return "\n".join(lines)

@@ -56,7 +56,8 @@ root.querySelectorAll(OUTPUTS + ', table').forEach((e) => {
   if (!shown(e)) return;
   const what = `${e.localName === 'table' ? 'table' : 'output'} ` +
     `"${name(e)}"`;
-  let box = e;
+  // A table's own box is as wide as its content: look from its parent.
+  let box = e.localName === 'table' ? e.parentElement : e;
   while (box && box !== root && getComputedStyle(box).overflowX ===
          'visible') box = box.parentElement;
   const content = e.scrollWidth;
