@@ -43,6 +43,7 @@ class Building:
     config: object  # mkdocs.config.defaults.MkDocsConfig
     # sessions with a block that gets no Run tab (course/runner.py)
     refused_sessions: set = field(default_factory=set)
+    labs: int = 0  # lab blocks laid out so far on this page
 
 
 # The page MkDocs is rendering, set by course/hooks.py; None otherwise.
@@ -177,9 +178,35 @@ def lab_format(source, language, md, options, limit, where):
         idea=labs.idea(shown, names),
         stash={},
     )
-    converter = MarkdownConverter(md, update_toc=options.get("update_toc"))
-    html = converter.convert(labs.tabbed(lab), stash=lab.stash)
-    return Markup(f'<div class="lab">{html}</div>')
+    return Markup(f'<div class="lab">{_lab_html(md, lab)}</div>')
+
+
+# A lab's HTML, by its Markdown, the page's Markdown settings and its ids'
+# prefix: under `mkdocs serve` a rebuild lays out again only the labs
+# whose code or output changed (converting one is most of a rebuild).
+_laid_out = {}
+
+
+def _lab_html(md, lab):
+    """The HTML of the lab's tabs. A lab's output adds no headings to the
+    page's table of contents, so the conversion has no effect on the
+    page besides its HTML."""
+    text = labs.tabbed(lab)
+    if building is None:
+        prefix, settings = None, None
+    else:
+        building.labs += 1
+        prefix = f"lab{building.labs}-"
+        config = building.config
+        settings = repr((config.markdown_extensions, config.mdx_configs))
+    key = (settings, text, tuple(sorted(lab.stash.items())), prefix)
+    html = _laid_out.get(key) if building is not None else None
+    if html is None:
+        converter = MarkdownConverter(md, update_toc=False)
+        html = converter.convert(text, stash=lab.stash, id_prefix=prefix)
+        if building is not None:
+            _laid_out[key] = html
+    return html
 
 
 def formatter(source, language, css_class, options, md, **kwargs):
