@@ -383,6 +383,68 @@ def test_plan_refuses_bad_input_by_name(args, words):
         plan(**args)
 
 
+def test_plan_takes_the_cluster_from_the_preset_and_the_overrides():
+    """Each cluster value given replaces the --gpu preset's; a smaller
+    card fits fewer layouts, and none given is the preset itself."""
+    job = {"preset": "llama3-70b", "nodes": 8}
+    assert plan(**job, gpu_memory_GB=None) == plan(**job)
+    small = plan(**job, gpu_memory_GB=40)
+    assert small != plan(**job)
+    assert small == sections(L70, {**H100x8, "gpu_memory_GB": 40}, JOB)
+    fit = int(plan(**job)[0][1].split(" of ")[0])
+    assert int(small[0][1].split(" of ")[0]) < fit
+    mine = {"gpus_per_node": 4, "nics_per_node": 4, "nic_GBps": 25}
+    mine.update(peak_TFLOPs=500, nvlink_GBps=200.5)
+    assert plan(**job, **mine) == sections(L70, {**H100x8, **mine}, JOB)
+
+
+@pytest.mark.parametrize(
+    ("override", "words"),
+    [
+        ({"nic_GBps": -25}, "cluster.nic_GBps must be > 0.0, got -25"),
+        ({"gpus_per_node": 0}, "cluster.gpus_per_node must be >= 1, got 0"),
+        ({"nics_per_node": 2.5}, "cluster.nics_per_node must be an int"),
+        ({"peak_TFLOPs": "fast"}, "cluster.peak_TFLOPs must be a number"),
+        (
+            {"nvlink_GBps": float("inf")},
+            "cluster.nvlink_GBps must be a finite",
+        ),
+        ({"gpu_memory_GB": 0}, "cluster.gpu_memory_GB must be > 0.0"),
+    ],
+)
+def test_plan_refuses_a_bad_cluster_value_by_name(override, words):
+    with pytest.raises((TypeError, ValueError), match=re.escape(words)):
+        plan(preset="llama3-8b", **override)
+
+
+def test_cli_takes_the_cluster_flags_and_refuses_by_name():
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "snippets.planner", "--preset"]
+            + ["llama3-8b", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    flags = ("--gpus-per-node", "4", "--gpu-memory-gb", "40")
+    flags += ("--peak-tflops", "500", "--nvlink-gbps", "200.5")
+    flags += ("--nics-per-node", "2", "--nic-gbps", "12.5")
+    done = run(*flags)
+    mine = dict(gpus_per_node=4, gpu_memory_GB=40, peak_TFLOPs=500)
+    mine.update(nvlink_GBps=200.5, nics_per_node=2, nic_GBps=12.5)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == as_text(plan(preset="llama3-8b", **mine)) + "\n"
+    done = run("--nic-gbps=-5")
+    assert done.returncode == 2
+    assert done.stderr.endswith(
+        "error: cluster.nic_GBps must be > 0.0, got -5\n"
+    )
+    help_ = " ".join(run("--help").stdout.split())  # unwrapped
+    assert help_.count("(default: the --gpu preset's)") == 6
+
+
 def test_config_errors_name_the_config_json_key():
     assert in_config_terms("model.kv_heads must divide model.heads") == (
         "model.kv_heads (num_key_value_heads) must divide "

@@ -2,6 +2,7 @@
 
 python -m snippets.planner --preset llama3-8b --gpu h100-80gb --nodes 1
 python -m snippets.planner --config config.json --seq-len 4096
+python -m snippets.planner --preset llama3-8b --gpus-per-node 4 --nic-gbps 25
 """
 
 import argparse
@@ -9,6 +10,27 @@ import sys
 
 from snippets.planner.model import GPUS, MODELS
 from snippets.planner.report import as_text, plan
+
+
+def number(text):
+    """A number as typed: "80" stays an int, as the planner's form
+    sends it, so both print it alike; "12.5" is a float."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+# The cluster's values that may replace the --gpu preset's: plan()'s
+# keyword (the cluster dict's key), its type, and what it is.
+CLUSTER = (
+    ("gpus_per_node", int, "GPUs per node"),
+    ("gpu_memory_GB", number, "memory per GPU, GB"),
+    ("peak_TFLOPs", number, "peak dense 16-bit TFLOP/s per GPU"),
+    ("nvlink_GBps", number, "NVLink bandwidth per GPU, GB/s"),
+    ("nics_per_node", int, "network cards per node"),
+    ("nic_GBps", number, "bandwidth per network card, GB/s"),
+)
 
 
 def parser():
@@ -33,6 +55,13 @@ def parser():
         help="share of peak FLOP/s sustained while computing",
     )
     p.add_argument("--top", type=int, default=5, help="rows to print")
+    for key, kind, what in CLUSTER:
+        p.add_argument(
+            "--" + key.lower().replace("_", "-"),
+            dest=key,
+            type=kind,
+            help=f"{what} (default: the --gpu preset's)",
+        )
     return p
 
 
@@ -54,6 +83,7 @@ def main(argv=None):
             micro_batch=args.micro_batch,
             efficiency=args.efficiency,
             top=args.top,
+            **{key: getattr(args, key) for key, _, _ in CLUSTER},
         )
     except (OSError, TypeError, ValueError) as error:
         p.error(str(error))

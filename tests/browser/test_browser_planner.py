@@ -1,7 +1,9 @@
 """The planner's form, in Chromium on the built site: Plan shows what
 `python -m snippets.planner` prints for the same inputs, byte for byte;
 bad input shows the message the command line gives, which names the
-field, and the form plans again after it; Python loads on the first
+field, and the form plans again after it; the cluster's own values,
+folded under "Cluster details", give the command line's answer for the
+same flags; Python loads on the first
 Plan only; the form, with its answer or its message, passes axe-core in
 both palettes; no request leaves 127.0.0.1 (the Visit of
 tests/browser/checks.py aborts and records any).
@@ -195,6 +197,59 @@ def test_other_inputs_give_the_command_line_answer(planner, tmp_path):
     assert status == 0
     state, shown, _, _ = plan(planner)
     assert state == "done" and shown + "\n" == want
+
+
+CLUSTER = [
+    "gpus_per_node",
+    "gpu_memory_GB",
+    "peak_TFLOPs",
+    "nvlink_GBps",
+    "nics_per_node",
+    "nic_GBps",
+]
+
+
+def test_cluster_details_give_the_command_line_answer(planner, tmp_path):
+    """Closed at first; six fields named after plan()'s keywords; with
+    some filled, the command line's answer for the same flags; a
+    negative bandwidth is refused by name, and emptied again the field
+    means the GPU's own value."""
+    form = planner.page.locator(FORM)
+    details = form.locator("details.course-planner__cluster")
+    assert details.get_attribute("open") is None
+    names = details.locator("input").evaluate_all(
+        "inputs => inputs.map((i) => i.name)"
+    )
+    assert names == CLUSTER
+    details.locator("summary").click()
+    assert details.get_attribute("open") is not None
+    example = EXAMPLE.read_text(encoding="utf-8")
+    good = ("--seq-len", 4096, "--nodes", 2)
+    status, want, _ = cli(
+        tmp_path, example, *good, "--gpus-per-node", 4, "--nic-gbps", 25
+    )
+    assert status == 0
+    _, preset_answer, _ = cli(tmp_path, example, *good)
+    assert want != preset_answer
+    fill(planner, gpus_per_node=4, nic_GBps=25)
+    state, shown, _, _ = plan(planner)
+    assert state == "done" and shown + "\n" == want
+
+    fill(planner, gpus_per_node="", nic_GBps=-5)
+    state, shown, _, _ = plan(planner)
+    assert (state, shown) == (
+        "error",
+        "cluster.nic_GBps must be > 0.0, got -5",
+    )
+    status, _, stderr = cli(tmp_path, example, *good, "--nic-gbps=-5")
+    assert status == 2 and stderr.endswith(f"error: {shown}\n")
+    fill(planner, nic_GBps="")
+    state, shown, _, _ = plan(planner)
+    assert state == "done" and shown + "\n" == preset_answer
+    problems = axe(planner)
+    assert checks.toggle_palette(planner.page) == "slate"
+    problems += [f"dark: {p}" for p in axe(planner)]
+    assert not problems, checks.report("planner form, cluster", problems)
 
 
 def without(key):

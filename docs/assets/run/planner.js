@@ -7,7 +7,8 @@
 //
 // The form: <form data-course-planner> with fields named after plan()'s
 // arguments (config, seq_len, gpu, nodes, global_batch_tokens,
-// micro_batch), a [data-planner-status] and a [data-planner-result].
+// micro_batch, and under "Cluster details" the cluster's own values,
+// CLUSTER below), a [data-planner-status] and a [data-planner-result].
 // After each Plan, the form's data-state is "done" or "error",
 // data-seconds the time from the click, data-python-seconds the time
 // Python took (without loading it), and data-plans counts the plans.
@@ -28,16 +29,32 @@ print(json.dumps(answer))
 `;
 
 const INTEGER = /^\s*-?\d+\s*$/;
+const DECIMAL = /^\s*-?(\d+\.\d*|\.\d+)\s*$/;
 
-// The form's inputs as plan()'s keyword arguments. A whole number goes
-// as a number, anything else as typed, for Python to refuse by name;
-// an empty sequence length means the config's own.
+// The cluster's values that replace the GPU preset's when given.
+const CLUSTER = new Set([
+  "gpus_per_node",
+  "gpu_memory_GB",
+  "peak_TFLOPs",
+  "nvlink_GBps",
+  "nics_per_node",
+  "nic_GBps",
+]);
+
+// The form's inputs as plan()'s keyword arguments. A number goes as a
+// number (a whole one as an int, as the command line reads it),
+// anything else as typed, for Python to refuse by name; an empty
+// sequence length means the config's own, an empty cluster value the
+// GPU preset's.
 function argumentsOf(form) {
   const args = {};
   for (const [name, value] of new FormData(form)) {
     if (name === "config" || name === "gpu") args[name] = value;
+    else if (CLUSTER.has(name) && value.trim() === "") continue;
     else if (name === "seq_len" && value.trim() === "") args[name] = null;
-    else args[name] = INTEGER.test(value) ? Number(value) : value;
+    else if (INTEGER.test(value) || DECIMAL.test(value)) {
+      args[name] = Number(value);
+    } else args[name] = value;
   }
   return args;
 }
