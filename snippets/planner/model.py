@@ -250,11 +250,14 @@ GPUS = {
 }
 
 
-def cluster(gpu, nodes):
-    """A cluster dict: `nodes` nodes of the preset `gpu`."""
+def cluster(gpu, nodes, **values):
+    """A cluster dict: `nodes` nodes of the preset `gpu`, with any of
+    its values (gpus_per_node, gpu_memory_GB, ...) that `values` gives
+    other than None in place of the preset's."""
     choice("gpu", gpu, list(GPUS))
     count("nodes", nodes)
-    return {**GPUS[gpu], "nodes": nodes}
+    given = {k: v for k, v in values.items() if v is not None}
+    return check_cluster({**GPUS[gpu], "nodes": nodes, **given})
 
 
 # --8<-- [end:presets]

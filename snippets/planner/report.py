@@ -4,12 +4,7 @@
 from snippets.checks import choice, count
 from snippets.planner.command import launch_command
 from snippets.planner.layouts import name, plan_layouts
-from snippets.planner.model import (
-    MODELS,
-    check_cluster,
-    cluster,
-    from_hf_config,
-)
+from snippets.planner.model import MODELS, cluster, from_hf_config
 
 
 def table(ranked, top=5):
@@ -90,17 +85,13 @@ def plan(
     micro_batch=1,
     efficiency=0.5,
     top=5,
-    gpus_per_node=None,
-    gpu_memory_GB=None,
-    peak_TFLOPs=None,
-    nvlink_GBps=None,
-    nics_per_node=None,
-    nic_GBps=None,
+    **cluster_values,
 ):
     """The sections for the command line's inputs: `config` is the
     text of a config.json, or `preset` names one of MODELS. The cluster
-    is `nodes` nodes of the `gpu` preset, with any of its values that
-    is given (not None) in its place. The command line prints them; the
+    is `nodes` nodes of the `gpu` preset, with any of its values given
+    in `cluster_values` (gpus_per_node=4, nic_GBps=25, ...; None keeps
+    the preset's) in their place. The command line prints them; the
     planner's form on the page shows them."""
     if (config is None) == (preset is None):
         raise ValueError("give either config (config.json text) or preset")
@@ -117,17 +108,8 @@ def plan(
         "compute_efficiency": efficiency,
     }
     count("top", top)
-    given = {
-        "gpus_per_node": gpus_per_node,
-        "gpu_memory_GB": gpu_memory_GB,
-        "peak_TFLOPs": peak_TFLOPs,
-        "nvlink_GBps": nvlink_GBps,
-        "nics_per_node": nics_per_node,
-        "nic_GBps": nic_GBps,
-    }
-    c = cluster(gpu, nodes)
-    c.update({k: v for k, v in given.items() if v is not None})
-    return sections(model, check_cluster(c), training, top)
+    nodes = cluster(gpu, nodes, **cluster_values)
+    return sections(model, nodes, training, top)
 
 
 # --8<-- [end:model]

@@ -22,6 +22,7 @@ import pytest
 
 from course import runner
 from course.fences import ROOT
+from snippets.planner.__main__ import CLUSTER as CLUSTER_FLAGS
 from snippets.planner.model import GPUS
 from tests.browser import checks
 from tests.browser.checks import Visit
@@ -199,14 +200,8 @@ def test_other_inputs_give_the_command_line_answer(planner, tmp_path):
     assert state == "done" and shown + "\n" == want
 
 
-CLUSTER = [
-    "gpus_per_node",
-    "gpu_memory_GB",
-    "peak_TFLOPs",
-    "nvlink_GBps",
-    "nics_per_node",
-    "nic_GBps",
-]
+# the form's cluster fields are the command line's cluster flags
+CLUSTER = [key for key, _, _ in CLUSTER_FLAGS]
 
 
 def test_cluster_details_give_the_command_line_answer(planner, tmp_path):
