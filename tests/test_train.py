@@ -362,7 +362,10 @@ def test_launches_exit_cleanly_every_time(strategy):
     assert problems == [None] * 3, "\n".join(filter(None, problems))
 
 
-def test_the_page_measurement_is_cached_except_in_ci(tmp_path, monkeypatch):
+@pytest.fixture
+def fake_launches(tmp_path, monkeypatch):
+    """course.measure with a launch that only counts: the list of the
+    args it was called with; the cache in tmp_path, CI unset."""
     from course import cache, measure
 
     calls = []
@@ -374,6 +377,15 @@ def test_the_page_measurement_is_cached_except_in_ci(tmp_path, monkeypatch):
     monkeypatch.setattr(cache, "STORE", tmp_path)
     monkeypatch.setattr(measure, "launch", fake_launch)
     monkeypatch.delenv("CI", raising=False)
+    return calls
+
+
+def test_the_page_measurement_is_cached_except_in_ci(
+    fake_launches, monkeypatch
+):
+    from course import measure
+
+    calls = fake_launches
     first = measure.measure(("--steps=1",))
     assert measure.measure(("--steps=1",)) == first and len(calls) == 1
     assert measure.measure(("--steps=2",)) != first and len(calls) == 2
@@ -382,21 +394,15 @@ def test_the_page_measurement_is_cached_except_in_ci(tmp_path, monkeypatch):
     assert len(calls) == 3
 
 
-def test_a_started_launch_is_the_one_the_page_measures(tmp_path, monkeypatch):
+def test_a_started_launch_is_the_one_the_page_measures(
+    fake_launches, monkeypatch
+):
     """course/hooks.py starts the launch when the build starts; the
     page's measure() takes that launch's runs instead of launching
     again, and nothing starts when the cache holds the result."""
-    from course import cache, measure
+    from course import measure
 
-    calls = []
-
-    def fake_launch(args):
-        calls.append(args)
-        return [report.Run.from_dict(dict(FAKE_RUN, steps=len(calls)))]
-
-    monkeypatch.setattr(cache, "STORE", tmp_path)
-    monkeypatch.setattr(measure, "launch", fake_launch)
-    monkeypatch.delenv("CI", raising=False)
+    calls = fake_launches
     measure.start(("--steps=1",))
     measure.start(("--steps=1",))  # begun already: not again
     assert measure.measure(("--steps=1",))[0].steps == 1
