@@ -192,21 +192,20 @@ def _lab_html(md, lab):
     page's table of contents, so the conversion has no effect on the
     page besides its HTML."""
     text = labs.tabbed(lab)
-    if building is None:
-        prefix, settings = None, None
-    else:
-        building.labs += 1
-        prefix = f"lab{building.labs}-"
-        config = building.config
-        settings = repr((config.markdown_extensions, config.mdx_configs))
-    key = (settings, text, tuple(sorted(lab.stash.items())), prefix)
-    html = _laid_out.get(key) if building is not None else None
-    if html is None:
+    if building is None:  # outside a build: no page to count labs on
         converter = MarkdownConverter(md, update_toc=False)
-        html = converter.convert(text, stash=lab.stash, id_prefix=prefix)
-        if building is not None:
-            _laid_out[key] = html
-    return html
+        return converter.convert(text, stash=lab.stash)
+    building.labs += 1
+    prefix = f"lab{building.labs}-"
+    config = building.config
+    settings = repr((config.markdown_extensions, config.mdx_configs))
+    key = (settings, text, tuple(sorted(lab.stash.items())), prefix)
+    if key not in _laid_out:
+        converter = MarkdownConverter(md, update_toc=False)
+        _laid_out[key] = converter.convert(
+            text, stash=lab.stash, id_prefix=prefix
+        )
+    return _laid_out[key]
 
 
 def formatter(source, language, css_class, options, md, **kwargs):
