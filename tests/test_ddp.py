@@ -18,6 +18,49 @@ B7 = 7_000_000_000
 
 
 @pytest.mark.parametrize(
+    ("autocast", "dtype", "bytes_per_grad"),
+    [(True, "float32", 4), (False, "bfloat16", 2)],
+)
+def test_ddp_all_reduces_the_dtype_of_the_parameters(
+    tmp_path, autocast, dtype, bytes_per_grad
+):
+    """A real DDP (gloo, one rank): under torch.autocast the parameters
+    stay fp32 and DDP's buckets hold 4 bytes per parameter; only a bf16
+    model gives the 2 bytes the labs assume."""
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        model = torch.nn.Linear(64, 64)
+        if not autocast:
+            model = model.to(torch.bfloat16)
+        ddp = DistributedDataParallel(model)
+        buckets = []
+
+        def record(state, bucket):
+            buckets.append(bucket.buffer())
+            done = torch.futures.Future()
+            done.set_result(bucket.buffer())
+            return done
+
+        ddp.register_comm_hook(None, record)
+        x = torch.randn(4, 64, dtype=next(model.parameters()).dtype)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            y = ddp(x)
+        assert y.dtype == torch.bfloat16
+        y.float().sum().backward()
+    finally:
+        dist.destroy_process_group()
+    params = sum(p.numel() for p in model.parameters())
+    sent = sum(b.numel() * b.element_size() for b in buckets)
+    assert {str(b.dtype) for b in buckets} == {f"torch.{dtype}"}
+    assert sent == bytes_per_grad * params
+
+
+@pytest.mark.parametrize(
     ("world_size", "factor", "sent_GB"),
     [(8, 1.75, 24.5), (64, 1.96875, 27.5625), (2, 1.0, 14.0), (1, 0.0, 0)],
 )

@@ -3,7 +3,12 @@
 
 import pytest
 
-from snippets.walls.walls import state_GB, training_days
+from snippets.walls.walls import (
+    H100_MiB,
+    megatron_model_share,
+    state_GB,
+    training_days,
+)
 from tests import lab_inputs as inputs
 
 B7 = 7_000_000_000
@@ -29,6 +34,36 @@ def test_7b_on_2t_tokens_takes_2457_6_days_on_one_h100():
     assert [f"{d:.1f}" for d in days] == ["2457.6", "38.4", "2.4"]
 
 
+def test_an_80_gb_h100_is_85_5_decimal_gb():
+    """nvidia-smi on an H100 SXM 80 GB reports 81559MiB (NVIDIA/nccl
+    issue 1264 shows it): binary units, 85.5 GB of 1e9 bytes."""
+    assert H100_MiB * 2**20 == 85_520_809_984
+    assert f"{H100_MiB * 2**20 / 1e9:.1f}" == "85.5"
+
+
+# Megatron-LM 2021, Table 1: (layers, hidden, TFLOP/s per A100, the
+# percentage of the 312 TFLOP/s peak the paper prints).
+TABLE_1 = [(24, 2304, 137, 44), (40, 6144, 135, 43), (128, 25600, 163, 52)]
+
+
+@pytest.mark.parametrize(("layers", "hidden", "tflops", "percent"), TABLE_1)
+def test_megatron_counts_recomputation(layers, hidden, tflops, percent):
+    """The paper's percentages are its TFLOP/s over 312. Of those FLOPs
+    the model needs 72/96 of the layers' and all of the logits': a
+    share above 3/4 that falls to it as the model grows."""
+    assert round(100 * tflops / 312) == percent
+    share = megatron_model_share(layers, hidden, 2048, 51200)
+    attention, logits = 2048 / (6 * hidden), 51200 / (16 * layers * hidden)
+    counted = 96 * (1 + attention + logits)  # eq. 3, per B s l h^2
+    model = 72 * (1 + attention) + 96 * logits  # no second forward pass
+    assert share == pytest.approx(model / counted)
+    assert 0.75 < share < 0.77
+
+
+def test_model_share_tends_to_three_quarters():
+    assert megatron_model_share(10**4, 10**6, 1, 1) == pytest.approx(0.75)
+
+
 BAD_INPUT = [
     (
         "state_GB",
@@ -52,6 +87,17 @@ BAD_INPUT = [
             "world_size": inputs.COUNT,
             "peak_tflops": inputs.POSITIVE,
             "mfu": inputs.SHARE,
+        },
+    ),
+    (
+        "megatron_model_share",
+        megatron_model_share,
+        {"layers": 24, "hidden": 2304, "seq_len": 2048, "vocab": 51200},
+        {
+            "layers": inputs.COUNT,
+            "hidden": inputs.COUNT,
+            "seq_len": inputs.COUNT,
+            "vocab": inputs.COUNT,
         },
     ),
 ]

@@ -7,6 +7,8 @@ from snippets.units import GB
 
 # One-way bandwidth per GPU in GB/s. NVLink is sold as a two-way total
 # (A100: 600 GB/s, H100: 900 GB/s); network links are quoted one way.
+# A network entry is one NIC: what a ring across nodes gets when each
+# node has one (snippets/comms/links.py counts several).
 LINKS_GBps = {
     "NVLink 4 (H100, one node)": 450,
     "NVLink 3 (A100, one node)": 300,
@@ -74,6 +76,7 @@ if __name__ == "__main__":
             f" | {r['comms_s']:.3f} s | {r['verdict']} |"
         )
     print()
+    print("Network rows: 8 nodes of 8 GPUs, one NIC per node.")
     print(f"Crossover at N=64: {r['crossover_GBps']:.1f} GB/s one way.")
     # --8<-- [end:demo]
 
@@ -87,9 +90,10 @@ if __name__ == "__main__":
     # --8<-- [start:mistakes]
     # Three inputs often seen in write-ups: 300 TFLOP/s sustained,
     # "600 GB/s" for NVLink and "12.5 GB/s" for 10 Gb/s Ethernet. 300 is
-    # 96% of an A100's 312 TFLOP/s dense bf16 peak (Megatron-LM 2021
-    # sustained 44 to 52% of it on 3072 A100s); 600 GB/s is NVLink 3's
-    # two-way total; 12.5 GB/s is 100 Gb/s Ethernet.
+    # 96% of an A100's 312 TFLOP/s dense bf16 peak (Megatron-LM 2021,
+    # Table 1: 137 to 163 TFLOP/s, 44% on 32 A100s to 52% on 3072,
+    # counting the recomputed forward pass; 33 to 39% as MFU); 600 GB/s
+    # is NVLink 3's two-way total; 12.5 GB/s is 100 Gb/s Ethernet.
     A100_PEAK_TFLOPS = 312
     print(f"300 TFLOP/s is {300 / A100_PEAK_TFLOPS:.0%} of the A100 peak")
     for label, bw in (

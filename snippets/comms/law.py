@@ -40,6 +40,7 @@ if __name__ == "__main__":
 
     TFLOPS = 989 * 0.40  # an H100 at 40% of its dense bf16 peak
     print(f"F = {TFLOPS:.1f} TFLOP/s, bf16 gradients.")
+    print("Network rows: 8 nodes of 8 GPUs, one NIC per node.")
     print()
     print("| link | GPUs (N) | compute-bound above, tokens per GPU |")
     print("| --- | ---: | ---: |")
