@@ -152,6 +152,38 @@ def test_1f1b_first_stage_holds_the_whole_model_for_one_microbatch():
     )
 
 
+@pytest.mark.parametrize("recompute", RECOMPUTE)
+@pytest.mark.parametrize("flash", [False, True])
+def test_the_rebuilt_layer_brings_back_what_it_dropped(recompute, flash):
+    """At the peak of the backward pass one layer, the one being rerun,
+    holds everything a layer stores without recomputation; the other
+    layers keep what their recomputation keeps (Chen et al. 2016)."""
+    layer = {**SEVEN_B, "recompute": recompute, "flash_attention": flash}
+    kept = activation_bytes_per_layer(**layer)
+    whole = activation_bytes_per_layer(**{**layer, "recompute": "none"})
+    peak = activation_bytes_per_gpu(32, rebuilt_layer=True, **layer)
+    assert peak == pytest.approx(31 * kept + whole)
+    assert activation_bytes_per_gpu(32, **layer) == 32 * kept
+    if recompute == "none":
+        assert peak == 32 * kept
+
+
+def test_full_recomputation_of_7b_peaks_at_checkpoints_plus_one_layer():
+    """The page's rows: 1.07 GB of layer inputs, 4.29 GB at the peak
+    (the rebuilt layer's 5as/h attention matrix too), 1.61 GB with
+    FlashAttention: 31 x 2sbh + 34sbh."""
+    full = {**SEVEN_B, "recompute": "full"}
+    rows = [
+        activation_bytes_per_gpu(32, **full),
+        activation_bytes_per_gpu(32, rebuilt_layer=True, **full),
+        activation_bytes_per_gpu(
+            32, rebuilt_layer=True, flash_attention=True, **full
+        ),
+    ]
+    assert [f"{r / 1e9:.2f}" for r in rows] == ["1.07", "4.29", "1.61"]
+    assert rows[2] == 4096 * 4096 * (31 * 2 + 34)
+
+
 # --- cross-argument rules and bad inputs -----------------------------------
 
 
@@ -189,6 +221,7 @@ BAD_INPUT = [
             "stages": inputs.COUNT,
             "microbatches": inputs.COUNT,
             "schedule": inputs.choice(SCHEDULES),
+            "rebuilt_layer": inputs.FLAG,
             # **layer, passed on to activation_bytes_per_layer
             "hidden": inputs.COUNT,
             "recompute": inputs.choice(RECOMPUTE),

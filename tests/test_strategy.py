@@ -104,7 +104,7 @@ LLAMA_13B = {"layers": 40, "hidden": 5120, "heads": 40}
         (7, 8, "none", "zero1"),  # 38.5 + 19.4 GB
         (13, 64, "none", "zero2"),  # zero1 54.4 + 28.5 > 80
         (70, 64, "none", "tensor/pipeline"),  # activations alone 89.9
-        (70, 64, "full", "zero3"),  # 17.5 + 5.3 GB
+        (70, 64, "full", "zero3"),  # 17.5 + 6.5 GB
         (400, 64, "full", "tensor/pipeline"),  # zero3 alone is 100 GB
     ],
 )
@@ -151,6 +151,16 @@ def test_plan_counts_the_activation_lab_not_a_share_of_the_card():
     assert plan(13 * 10**9, 8, 80, **two)["strategy"] == "tensor/pipeline"
     full = plan(13 * 10**9, 8, 80, recompute="full", **two)
     assert full["strategy"] == "zero1"
+
+
+def test_full_recomputation_counts_the_layer_being_rebuilt():
+    """Each of the 71 layers keeps its 2sbh input; the one the backward
+    pass reruns holds its 34sbh (FlashAttention) again: 71 x 2 + 32."""
+    p = plan(70 * 10**9, 64, 80, recompute="full")
+    sbh = 4096 * 1 * 9088
+    assert p["assumes"]["layers"] == 71
+    assert p["activations_GB"] == pytest.approx((71 * 2 + 32) * sbh / GB)
+    assert f"{p['activations_GB']:.1f}" == "6.5"
 
 
 def test_plan_without_a_shape_derives_one_from_params():
@@ -223,6 +233,7 @@ def test_plan_recommends_the_lowest_rung_that_fits(
             micro_batch=1,
             recompute=recompute,
             flash_attention=True,
+            rebuilt_layer=True,
             **shape,
         )
         / GB

@@ -156,6 +156,49 @@ def test_traffic_zero3_is_one_and_a_half_ddp(n):
     assert set(COLLECTIVES) == set(SHARDED)
 
 
+@pytest.mark.parametrize("a", [1, 2, 8, 64])
+def test_traffic_under_accumulation(a):
+    """DDP and ZeRO-1 reduce once per step (DeepSpeed's engine: only at
+    the accumulation boundary); ZeRO-2 reduce-scatters after every
+    micro-batch (DeepSpeed #2252: stage 2 and up reduce after every
+    backward); ZeRO-3 repeats its three collectives per micro-batch."""
+    one = comm_bytes("ddp", B7, 64) / 2  # a single collective
+    assert comm_bytes("ddp", B7, 64, accum_steps=a) == 2 * one
+    assert comm_bytes("zero1", B7, 64, accum_steps=a) == 2 * one
+    assert comm_bytes("zero2", B7, 64, accum_steps=a) == (a + 1) * one
+    assert comm_bytes("zero3", B7, 64, accum_steps=a) == pytest.approx(
+        3 * a * one
+    )
+
+
+# DeepSpeed 0.19.8's estimators without offload, run on these inputs:
+# estimate_zero2_model_states_mem_needs (2P + 18P/N GPU bytes) and
+# estimate_zero3_model_states_mem_needs (18P/N + 4 x largest layer).
+LARGEST = 218_103_808  # parameters of the largest layer, for ZeRO-3
+DEEPSPEED = [
+    ("zero2", 1, 140_000_000_000),
+    ("zero2", 8, 29_750_000_000),
+    ("zero2", 64, 15_968_750_000),
+    ("zero3", 8, 16_622_415_232),
+    ("zero3", 64, 2_841_165_232),
+]
+
+
+@pytest.mark.parametrize(("stage", "n", "deepspeed_bytes"), DEEPSPEED)
+def test_deepspeed_estimators(stage, n, deepspeed_bytes):
+    """DeepSpeed's ZeRO-2 count is bytes_grad=6 (a 16-bit and an fp32
+    gradient, both sharded): 20 bytes per parameter on one GPU, not 18.
+    Its ZeRO-3 count is bytes_grad=4, plus the largest layer gathered
+    whole in fp32."""
+    if stage == "zero2":
+        ours = memory_per_gpu("zero2", B7, n, bytes_grad=6) * 1e9
+    else:
+        ours = memory_per_gpu("zero3", B7, n, bytes_grad=4) * 1e9
+        ours += 4 * LARGEST
+    assert ours == pytest.approx(deepspeed_bytes, abs=1)
+    assert memory_per_gpu("zero2", B7, 1, bytes_grad=6) == 20 * B7 / 1e9
+
+
 # --- HSDP -------------------------------------------------------------------
 
 
@@ -273,6 +316,7 @@ BAD_INPUT = [
             "params": inputs.POSITIVE,
             "world_size": inputs.COUNT,
             "bytes_per_value": inputs.POSITIVE,
+            "accum_steps": inputs.COUNT,
         },
     ),
     (

@@ -49,19 +49,28 @@ def activation_bytes_per_layer(
 
 
 def activation_bytes_per_gpu(
-    layers, stages=1, microbatches=1, schedule="1f1b", **layer
+    layers,
+    stages=1,
+    microbatches=1,
+    schedule="1f1b",
+    rebuilt_layer=False,
+    **layer,
 ):
     """Bytes of activations on the first pipeline stage at its peak.
 
     The stage runs layers / stages layers. GPipe keeps all m
     micro-batches alive until the backward passes start; 1F1B keeps at
     most p = stages. `layer` holds activation_bytes_per_layer's
-    arguments.
+    arguments. rebuilt_layer=True also counts what recomputation
+    brings back: while the backward pass reruns a layer's forward pass,
+    that one layer holds everything it dropped (with recompute="full",
+    all of its activations) on top of what the others keep.
     """
     count("layers", layers)
     count("stages", stages)
     count("microbatches", microbatches)
     choice("schedule", schedule, SCHEDULES)
+    flag("rebuilt_layer", rebuilt_layer)
     if layers % stages:
         raise ValueError(
             f"layers must be a multiple of stages, got {layers}, {stages}"
@@ -70,7 +79,11 @@ def activation_bytes_per_gpu(
     if schedule == "1f1b":
         in_flight = min(stages, microbatches)
     per_layer = activation_bytes_per_layer(**layer)
-    return in_flight * (layers // stages) * per_layer
+    total = in_flight * (layers // stages) * per_layer
+    if rebuilt_layer:  # one layer at a time, as if nothing were dropped
+        whole = activation_bytes_per_layer(**{**layer, "recompute": "none"})
+        total += whole - per_layer
+    return total
 
 
 # --8<-- [end:model]
@@ -82,13 +95,22 @@ if __name__ == "__main__":
 
     # A 7B model (h = 4096, a = 32, L = 32), one 4096-token sequence.
     SEVEN_B = {"seq_len": 4096, "micro_batch": 1, "hidden": 4096}
+    FLASH = {"flash_attention": True}
     print("| 7B, s = 4096, b = 1 | GB for 32 layers |")
     print("| --- | --- |")
     for label, extra in (
         ("all stored, attention scores too", {}),
-        ("FlashAttention (no scores)", {"flash_attention": True}),
+        ("FlashAttention (no scores)", FLASH),
         ("selective recomputation", {"recompute": "selective"}),
-        ("full recomputation", {"recompute": "full"}),
+        ("full recomputation, layer inputs", {"recompute": "full"}),
+        (
+            "full recomputation, at its peak",
+            {"recompute": "full", "rebuilt_layer": True},
+        ),
+        (
+            "full recomputation, at its peak, FlashAttention",
+            {"recompute": "full", "rebuilt_layer": True, **FLASH},
+        ),
         (
             "TP 8 + SP, FlashAttention",
             {"tp": 8, "sequence_parallel": True, "flash_attention": True},

@@ -12,7 +12,7 @@ RUNGS = {
     "tp": "Tensor parallel across the GPUs of the node",
     "3d": (
         "3D: tensor parallel in each node, pipeline across nodes,"
-        " data parallel (ZeRO/FSDP) over the pipelines"
+        " data parallel (ZeRO-1) over the pipelines"
     ),
 }
 # The rules, in the order they are tried: the first question answered

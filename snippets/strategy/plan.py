@@ -43,8 +43,9 @@ def plan(
 
     Activations come from the activation lab: one micro-batch of
     `micro_batch` sequences of `seq_len` tokens in flight, with the
-    given recomputation and attention kernel. The model's shape is
-    layers, hidden and heads; left out, it comes from
+    given recomputation and attention kernel, at their peak (with
+    recomputation, the layer being rebuilt is counted whole). The
+    model's shape is layers, hidden and heads; left out, it comes from
     shape_from_params. `usable` is the share of the card the job may
     fill; lower it to keep room for what neither count holds (CUDA
     context, communication buffers, fragmentation).
@@ -74,7 +75,9 @@ def plan(
         "hidden": hidden,
         "heads": heads,
     }
-    activations = activation_bytes_per_gpu(**assumes) / GB
+    # With recomputation, the layer being rebuilt holds its share too.
+    activations = activation_bytes_per_gpu(**assumes, rebuilt_layer=True)
+    activations /= GB
     budget = gpu_GB * usable
     table = {
         s: memory_per_gpu(s, params, world_size, **bytes_per_param)
