@@ -64,18 +64,48 @@ def test_recomputation_only_when_nothing_fits_without_it():
     assert FLOPS == {"none": 6, "full": 8}
 
 
-def test_medium_means_the_backward_pass_can_hide_the_all_reduce():
-    """For DDP's all-reduce, overlap hides at most the backward pass,
-    4 of the 6 FLOPs: a ratio between 2/3 and 1 is high, not medium."""
-    base = plan_at_scale(10**9, 16, BATCH, 1, tflops_per_gpu=1)
+@pytest.mark.parametrize(("micro", "medium"), [(1, (0.6,)), (4, ()), (64, ())])
+def test_medium_means_the_last_backward_pass_can_hide_the_all_reduce(
+    micro, medium
+):
+    """DDP's all-reduce hides at most behind the backward pass of the
+    step's last micro-batch, 4 of its 6 FLOPs: with one micro-batch a
+    ratio between 2/3 and 1 is high, not medium; with more, the window
+    shrinks by their number."""
+    batch = 16 * 4096 * micro
+    base = plan_at_scale(10**9, 16, batch, 1, tflops_per_gpu=1)
     assert base["rung"] == "ddp" and base["recompute"] == "none"
     per_tflop = base["comms_over_compute"]
-    for ratio, risk in ((0.4, "low"), (0.6, "medium"), (0.8, "high")):
+    for ratio in (0.1, 0.4, 0.6, 0.8):
         p = plan_at_scale(
-            10**9, 16, BATCH, 1, tflops_per_gpu=ratio / per_tflop
+            10**9, 16, batch, 1, tflops_per_gpu=ratio / per_tflop
         )
         assert p["comms_over_compute"] == pytest.approx(ratio)
-        assert p["risk"] == risk
+        want = (
+            "low" if ratio < 0.5 else "medium" if ratio in medium else "high"
+        )
+        assert p["risk"] == want
+
+
+@pytest.mark.parametrize(
+    ("billions", "gpus", "rung", "micro", "traffic"),
+    [
+        (13, 32, "zero2", 32, (32 + 1) / 2),  # a reduce-scatter each
+        (70, 128, "zero3", 8, 3 * 8 / 2),  # three collectives each
+        (400, 1024, "zero3", 1, 1.5),  # one micro-batch: the paper's 1.5
+    ],
+)
+def test_sharded_rungs_pay_for_every_micro_batch(
+    billions, gpus, rung, micro, traffic
+):
+    """4096-token micro-batches: the batch gives each GPU `micro` of
+    them per step, and ZeRO-2/3 communicate for each one."""
+    p = plan_at_scale(billions * 10**9, gpus, BATCH, 1)
+    assert p["rung"] == rung
+    assert BATCH // gpus // 4096 == micro
+    flops = FLOPS[p["recompute"]]
+    expected = ratio_by_hand(billions * 10**9, gpus, 50, flops, traffic)
+    assert p["comms_over_compute"] == pytest.approx(expected)
 
 
 def test_zero3_overlaps_in_both_passes():

@@ -130,9 +130,11 @@ for n in WORLD_SIZES:
 # The printout below is the answer, with its numbers. ZeRO-1 keeps a
 # full copy of the gradients as well as the weights, and that copy is
 # what leaves too little room for the activations on 8 GPUs. ZeRO-2
-# shards the gradients too and keeps DDP's traffic; ZeRO-3 would add
-# another all-gather of the weights in the backward pass, for memory
-# the job does not need.
+# shards the gradients too, and with one micro-batch per step, as
+# here, it keeps DDP's traffic (with gradient accumulation it would
+# reduce-scatter after every micro-batch); ZeRO-3 would add another
+# all-gather of the weights in the backward pass, for memory the job
+# does not need.
 
 # %%
 n = 8
@@ -158,8 +160,10 @@ print(
 #
 # The memory sum settles the starting rung before any training runs:
 # DDP's full copy of the training state does not fit one card, and
-# sharding it with ZeRO-3 does, already on the smallest cluster. Adding
-# GPUs after that buys speed, not room. The next questions are the ones
+# sharding it does, already on the smallest cluster. ZeRO-3 shows how
+# far sharding can go, but the rung to start on is the lowest that
+# fits: ZeRO-2, on 8 GPUs and on 64. Adding GPUs after that buys speed,
+# not room. The next questions are the ones
 # the sum left out: the activations, which
 # [recomputation](../../activations/) trades for compute, and the cost
 # of the extra all-gathers, which the

@@ -66,7 +66,11 @@ for link, gbps in LINKS_GBps.items():
 # sends divided by the bandwidth, so it grows as the link slows down.
 # Note that a 64-GPU job spans at least eight nodes, so its ring
 # crosses the network: the two NVLink rows show what the GPUs could
-# do, not what this job will see.
+# do, not what this job will see. Each network row is one card's
+# bandwidth, which is what the ring gets when each node of 8 GPUs has
+# one card. A DGX or HGX H100 has one per GPU, and its rings together
+# get eight cards' worth (the communication page's "bandwidth across
+# nodes").
 #
 # ### Step 2: where comms overtakes compute
 #

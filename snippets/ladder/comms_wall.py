@@ -43,7 +43,7 @@ if __name__ == "__main__":
     P, TOKENS = 7_000_000_000, 2**18  # 64 sequences of 4,096 tokens
     TFLOPS = 989 * 0.40  # H100 dense bf16 peak x 40% utilisation
     IB = LINKS_GBps["InfiniBand NDR, 400 Gb/s"]
-    print(f"global batch {TOKENS:,} tokens; one-way link {IB} GB/s per GPU")
+    print(f"global batch {TOKENS:,} tokens; ring at {IB} GB/s one way")
     print("seconds per step:")
     print("   N  compute    comms  compute+comms  speed-up")
     alone = step_times(P, 1, TOKENS, TFLOPS, IB)[0]
@@ -56,12 +56,15 @@ if __name__ == "__main__":
             f"{g:>4} {compute:8.3f} {comms:8.3f} {step:14.3f}"
             f" {alone / step:9.1f}{mark}"
         )
-    for link in (
-        "InfiniBand NDR, 400 Gb/s",
-        "Ethernet, 100 Gb/s",
-        "Ethernet, 10 Gb/s",
-    ):
-        g = first_comms_bound(P, TOKENS, TFLOPS, LINKS_GBps[link], 4096)
-        bw = LINKS_GBps[link]
+    from snippets.comms.links import ring_bandwidth_GBps
+
+    RINGS = {  # one-way GB/s a ring gets on nodes of 8 GPUs
+        "NDR IB, 1 NIC per node": IB,
+        "100 GbE, 1 NIC per node": LINKS_GBps["Ethernet, 100 Gb/s"],
+        "10 GbE, 1 NIC per node": LINKS_GBps["Ethernet, 10 Gb/s"],
+        "NDR IB, 1 NIC per GPU": ring_bandwidth_GBps(64, 8, 450, 8, IB),
+    }
+    for link, bw in RINGS.items():
+        g = first_comms_bound(P, TOKENS, TFLOPS, bw, 4096)
         print(f"{link:<25} {bw:>5} GB/s: first comms-bound N = {g}")
     # --8<-- [end:demo]

@@ -5,8 +5,8 @@ from snippets.checks import count
 from snippets.comms.cost import comms_cost
 from snippets.comms.links import ring_bandwidth_GBps
 from snippets.strategy.plan import plan
+from snippets.zero.traffic import comm_bytes
 
-ZERO3_TRAFFIC = 1.5  # ZeRO-3 moves 3 params' worth to DDP's 2 (sec. 7)
 NVLINK_GBps = 450  # NVLink 4 (H100), one way
 H100_PEAK_TFLOPS = 989  # dense bf16, SXM
 MFU = 0.40  # share of the peak the job sustains
@@ -32,13 +32,16 @@ def plan_at_scale(
     The global batch of `batch_tokens` is split evenly over the GPUs,
     in micro-batches of one seq_len-token sequence. Activations are
     stored in full if a rung fits that way, else recomputed in full
-    (which adds a forward pass to the compute). The all-reduce runs at
-    the ring bandwidth of nodes of gpus_per_node GPUs (NVLink 4) with
-    nics_per_node NICs of nic_GBps each. Risk: "low" when the
-    communication takes under half the compute, "medium" when overlap
-    can still hide it (the backward pass for DDP and ZeRO-1/2, the
-    whole step for ZeRO-3, which prefetches in both passes), "high"
-    when it cannot.
+    (which adds a forward pass to the compute). The traffic is the
+    rung's over all the micro-batches of a step (comm_bytes): DDP and
+    ZeRO-1 reduce once, ZeRO-2 after every micro-batch, ZeRO-3 gathers
+    and reduces for every micro-batch. It runs at the ring bandwidth of
+    nodes of gpus_per_node GPUs (NVLink 4) with nics_per_node NICs of
+    nic_GBps each. Risk: "low" when the communication takes under half
+    the compute, "medium" when overlap can still hide it (for DDP and
+    ZeRO-1 the last micro-batch's backward pass, for ZeRO-2 every
+    backward pass, for ZeRO-3, which prefetches in both passes, the
+    whole step), "high" when it cannot.
     """
     n = count("world_size", world_size)
     count("batch_tokens", batch_tokens)
@@ -67,9 +70,13 @@ def plan_at_scale(
         tokens_per_gpu=batch_tokens // n,
         flops_per_token_per_param=flops,
     )
-    comms_s = cost["comms_s"] * (ZERO3_TRAFFIC if sharded else 1)
+    micro = batch_tokens // (n * seq_len)  # micro-batches per step
+    traffic = comm_bytes("zero3" if sharded else rung, params, n, 2, micro)
+    comms_s = cost["comms_s"] * traffic / comm_bytes("ddp", params, n)
     ratio = comms_s / cost["compute_s"]
-    hideable = 1 if sharded else (flops - 2) / flops  # all but forward
+    backward = (flops - 2) / flops  # of each micro-batch's compute
+    hideable = {"ddp": backward / micro, "zero1": backward / micro}
+    hideable = hideable.get(rung, backward if rung == "zero2" else 1)
     risk = "low" if ratio < 0.5 else "medium" if ratio <= hideable else "high"
     if rung == "tensor/pipeline":  # traffic depends on the 3D layout
         ratio, risk = None, "set by the 3D layout"

@@ -11,10 +11,11 @@ from snippets.zero.traffic import comm_bytes
 # fp32 master copy, momentum and variance (ZeRO paper, sec. 3.1).
 CONVENTIONS = {
     "16 B/param (ZeRO paper, lesson)": (2, 2, 12),  # bf16 gradient
-    "18 B/param (DeepSpeed estimators)": (2, 4, 12),  # fp32 gradient
+    "18 B/param (DeepSpeed, ZeRO-3)": (2, 4, 12),  # fp32 gradient
 }
 # The Ultra-Scale Playbook uses 16, or 20 when it keeps an extra fp32
-# copy of the gradients for accumulation.
+# copy of the gradients for accumulation. DeepSpeed's ZeRO-2 estimator
+# counts 2 P + 18 P / N, a 16-bit and an fp32 gradient: 20 on one GPU.
 
 
 def sharding_saving(params, world_size, sizes):

@@ -1,4 +1,4 @@
-"""Exercise 1: match a training bottleneck to the axis that relieves it."""
+"""Exercise 1: match a training bottleneck to the split that relieves it."""
 
 # --8<-- [start:model]
 from snippets.checks import choice
@@ -9,8 +9,12 @@ SPLITS = {
         "the batch; every GPU keeps a full copy of the model",
     ),
     "model too big, each layer fits": (
+        "sharded data parallel (ZeRO / FSDP)",
+        "the training state; each GPU keeps 1/N of it",
+    ),
+    "sharded, but its gathers outrun the network": (
         "pipeline parallel",
-        "the stack of layers; each GPU keeps a run of whole layers",
+        "the stack of layers; only activations cross the network",
     ),
     "one layer too big": (
         "tensor parallel",
