@@ -48,7 +48,10 @@ def comm_bytes(strategy, params, world_size, bytes_per_value=2, accum_steps=1):
 if __name__ == "__main__":
     # --8<-- [start:demo]
     ddp = comm_bytes("ddp", 7_000_000_000, 64)
-    print("| stage | sent per rank per step | against DDP | 8 micro-batches |")
+    print(
+        "| stage | sent per rank per step | against DDP"
+        " | 8 micro-batches, against DDP |"
+    )
     print("| --- | ---: | ---: | ---: |")
     for strategy in COLLECTIVES:
         sent = comm_bytes(strategy, 7_000_000_000, 64)
