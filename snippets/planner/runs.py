@@ -1,0 +1,386 @@
+"""Published training runs, one row each with its source beside it, and
+every row's figure converted to one definition.
+
+Papers report speed in their own units: TFLOP/s per GPU counted with
+their own formula, an MFU, tokens per second, or the time of one step.
+`tokens_per_s_per_gpu(run)` turns each row into tokens per second per
+GPU, the ground truth a cost model must predict: a published FLOP rate
+is divided by the FLOPs per token of the paper's own formula, worked
+out with the row's own shapes. `model_tflops(run)` then counts those
+tokens under one definition for every row, the model FLOPs per token
+
+    6 N + 12 L h T
+
+of PaLM (arXiv 2204.02311, Appendix B: 6N + 12 L H Q T, and H Q = h):
+
+- N counts the weights of every matrix multiply a token goes through:
+  each layer's attention and MLP matrices, and the output layer once,
+  tied to the input embedding or not. The embedding lookup, position
+  embeddings, norms and biases are left out.
+- 12 L h T is attention's two T x T products at the training sequence
+  length T, counted whole (no halving for the causal mask), as PaLM
+  and torchtitan count it.
+- Recomputed passes never count: this is model FLOPs, not hardware.
+
+`mfu(run)` divides by the dense 16-bit peak of the planner's preset for
+the row's GPU (A100 312, H100 SXM 989 TFLOP/s).
+
+The published formulas `tokens_per_s_per_gpu` inverts, per token:
+
+- "megatron": Megatron-LM 2021 (arXiv 2104.04473) Eq. 3 over the B s
+  tokens of a step, 96 l h^2 (1 + s/(6h) + V/(16 l h)). It counts the
+  forward pass of every layer twice, as full recomputation runs it, the
+  attention scores, and the logit layer's 6 V h. For a GPT it is the
+  definition above plus one more forward pass, 24 l h^2 + 4 l h s.
+- "palm": the definition above.
+
+In each row, `assumed` names the fields its sources do not state and
+the row takes from elsewhere (the note says from where); None marks a
+field nothing published gives.
+"""
+
+# --8<-- [start:model]
+from dataclasses import dataclass
+
+from snippets.checks import choice
+from snippets.planner.model import GPUS
+
+UNITS = ("TFLOP/s/GPU", "s/step", "tokens/s/GPU")
+FORMULAS = ("megatron", "palm")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """One published run: the model, the cluster, the layout and the
+    figure, as its sources give them."""
+
+    label: str
+    source: str
+    chosen: bool  # False: run only to compare with the authors' layout
+    note: str
+    # the model
+    model: str
+    params_B: float  # as published, billions
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int  # hidden size of the MLP
+    gated: bool  # SwiGLU: three matrices of hidden x ffn, else two
+    tied_embeddings: bool
+    vocab: int  # as trained, padding included
+    seq_len: int
+    # the hardware
+    gpu: str  # the planner's preset, snippets/planner/model.py GPUS
+    gpu_published: str
+    gpu_memory_GB: int
+    gpus: int
+    gpus_per_node: int
+    nics_per_node: int | None
+    nic_Gbps: float | None  # per NIC, each way, as published
+    network: str
+    # the layout
+    framework: str
+    tp: int
+    pp: int
+    dp: int
+    cp: int  # context parallelism, 1 if none
+    zero: int | str  # 0, 1, 2, 3 or "hsdp", as the planner names them
+    schedule: str  # "none" (pp 1), "1f1b", "interleaved", "gpipe"
+    chunks: int | None  # model chunks per pipeline rank (v)
+    micro_batch: int | None  # sequences per micro-batch
+    global_batch: int  # sequences per optimizer step
+    recompute: str  # "none", "selective", "full"
+    sequence_parallel: bool
+    embedding_slots: bool  # first and last stages hold one layer fewer
+    flash_attention: bool | None
+    precision: str  # "fp16", "bf16", "fp8-linear" (Float8 matmuls)
+    # the measurement
+    figure: float
+    unit: str  # one of UNITS
+    formula: str | None  # for TFLOP/s: one of FORMULAS
+    counts_recompute: bool | None  # None: the figure is not FLOPs
+    counts_attention: bool | None
+    assumed: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.tp * self.cp * self.pp * self.dp != self.gpus:
+            raise ValueError(f"{self.label}: tp x cp x pp x dp != gpus")
+
+    @property
+    def global_batch_tokens(self):
+        return self.global_batch * self.seq_len
+
+    @property
+    def nodes(self):
+        return self.gpus // self.gpus_per_node
+
+
+def matmul_weights(run):
+    """N: the weights of every matrix multiply a token goes through."""
+    h, head = run.hidden, run.hidden // run.heads
+    attention = 2 * h * h + 2 * h * run.kv_heads * head
+    mlp = (3 if run.gated else 2) * h * run.ffn
+    return run.layers * (attention + mlp) + run.vocab * h
+
+
+def model_flops_per_token(run):
+    """6 N + 12 L h T: forward and backward, no recomputation."""
+    attention = 12 * run.layers * run.hidden * run.seq_len
+    return 6 * matmul_weights(run) + attention
+
+
+def published_flops_per_token(run):
+    """The FLOPs per token of the formula behind the row's figure."""
+    choice("run.formula", run.formula, FORMULAS)
+    if run.formula == "palm":
+        return model_flops_per_token(run)
+    layers, h, s, v = run.layers, run.hidden, run.seq_len, run.vocab
+    return 96 * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
+
+
+def tokens_per_s_per_gpu(run):
+    """The row's figure as tokens per second per GPU: the tokens of
+    every step, over its time and every GPU of the job."""
+    choice("run.unit", run.unit, UNITS)
+    if run.unit == "tokens/s/GPU":
+        return run.figure
+    if run.unit == "s/step":
+        return run.global_batch_tokens / (run.figure * run.gpus)
+    return run.figure * 1e12 / published_flops_per_token(run)
+
+
+def model_tflops(run):
+    """Model TFLOP/s per GPU, 6 N + 12 L h T per token."""
+    return tokens_per_s_per_gpu(run) * model_flops_per_token(run) / 1e12
+
+
+def mfu(run):
+    """Model TFLOP/s over the dense 16-bit peak of the row's GPU."""
+    return model_tflops(run) / GPUS[run.gpu]["peak_TFLOPs"]
+
+
+def planner_model(run):
+    """The row's model as the planner's model dict."""
+    keys = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
+    keys += ("seq_len", "gated", "tied_embeddings")
+    return {key: getattr(run, key) for key in keys}
+
+
+def by_label(label):
+    """The row called `label`."""
+    rows = {run.label: run for run in RUNS}
+    return rows[choice("label", label, list(rows))]
+
+
+# --8<-- [end:model]
+
+# --8<-- [start:rows]
+# Megatron-LM 2021: NVIDIA's Selene, DGX A100 nodes. The paper counts
+# TFLOP/s with its Eq. 3 for every row of Tables 1 and 2.
+MEGATRON = "Narayanan et al. 2021, arXiv 2104.04473"
+SCRIPTS = "NVIDIA/Megatron-LM examples/academic_paper_scripts/sc21"
+SELENE = dict(
+    gpu="a100-80gb",
+    gpu_published="A100 SXM 80 GB, DGX A100 (Selene)",
+    gpu_memory_GB=80,
+    gpus_per_node=8,
+    nics_per_node=8,
+    nic_Gbps=200,
+    network="InfiniBand HDR, 8 x 200 Gb/s per node, fat tree",
+)
+GPT = dict(
+    gated=False,
+    tied_embeddings=True,
+    vocab=51200,  # GPT-2's 50,257 padded to a multiple of 1024
+    seq_len=2048,
+    cp=1,
+    sequence_parallel=False,  # it came a year later, arXiv 2205.05198
+    embedding_slots=False,
+    flash_attention=False,  # fused softmax; FlashAttention is 2022
+)
+EQ3 = dict(
+    unit="TFLOP/s/GPU",
+    formula="megatron",
+    counts_recompute=True,
+    counts_attention=True,
+)
+
+
+def _gpt(billions, heads, hidden, layers):
+    return dict(
+        model=f"GPT {billions}B",
+        params_B=billions,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=heads,
+        ffn=4 * hidden,
+        **GPT,
+    )
+
+
+def _table1(
+    billions,
+    heads,
+    hidden,
+    layers,
+    tp,
+    pp,
+    gpus,
+    batch,
+    tflops,
+    micro_batch,
+    chunks,
+):
+    """A row of Table 1 (weak scaling). Its micro-batch and interleaving
+    come from run_table_1.sh; every run recomputes each layer
+    ("--activations-checkpoint-method uniform") in fp16."""
+    dp = gpus // (tp * pp)
+    if pp == 1:
+        schedule, ddp = "none", "PyTorch DDP, overlapped with backward"
+    else:
+        schedule = "interleaved" if chunks > 1 else "1f1b"
+        ddp = "Megatron's DDP, all-reduce after the backward pass"
+    return Run(
+        label=f"megatron-t1-{billions:g}b-{gpus}",
+        source=f"{MEGATRON}, Table 1; {SCRIPTS}/run_table_1.sh",
+        chosen=True,
+        note=f"Weak scaling; {ddp}.",
+        **_gpt(billions, heads, hidden, layers),
+        **SELENE,
+        gpus=gpus,
+        framework="Megatron-LM",
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        zero=0,
+        schedule=schedule,
+        chunks=chunks,
+        micro_batch=micro_batch,
+        global_batch=batch,
+        recompute="full",
+        precision="fp16",
+        figure=tflops,
+        **EQ3,
+    )
+
+
+TABLE1 = (
+    # params, heads, hidden, layers, tp, pp, GPUs, batch, TFLOP/s,
+    # micro-batch, chunks (run_table_1.sh's layers per virtual stage)
+    _table1(1.7, 24, 2304, 24, 1, 1, 32, 512, 137, 16, 1),
+    _table1(3.6, 32, 3072, 30, 2, 1, 64, 512, 138, 16, 1),
+    _table1(7.5, 32, 4096, 36, 4, 1, 128, 512, 142, 16, 1),
+    _table1(18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 8, 1),
+    _table1(39.1, 64, 8192, 48, 8, 2, 512, 1536, 138, 4, 1),
+    _table1(76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140, 2, 3),  # 5 of 15
+    _table1(145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148, 2, 2),  # 5/10
+    _table1(310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155, 1, 2),  # 3/6
+    _table1(529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163, 1, 3),  # 1/3
+    _table1(1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 1, 1),
+)
+
+SHAPES = {174.6: (96, 12288, 96), 529.6: (128, 20480, 105)}
+
+
+def _zero3(billions, gpus, batch, micro_batch, tflops, note=""):
+    """A ZeRO-3 row of Table 2: DeepSpeed ZeRO-3 with no model
+    parallelism, one micro-batch per GPU per step."""
+    return Run(
+        label=f"megatron-t2-{round(billions)}b-zero3-{gpus}",
+        source=f"{MEGATRON}, Table 2 and Section 5.2",
+        chosen=False,
+        note="Run to compare with PTD-P at the same batch. Full "
+        "recomputation and fp16 are taken as in every other run of the "
+        "paper; the activations of a micro-batch of 4 would not fit "
+        "without it." + note,
+        **_gpt(billions, *SHAPES[billions]),
+        **SELENE,
+        gpus=gpus,
+        framework="DeepSpeed ZeRO-3",
+        tp=1,
+        pp=1,
+        dp=gpus,
+        zero=3,
+        schedule="none",
+        chunks=1,
+        micro_batch=micro_batch,
+        global_batch=batch,
+        recompute="full",
+        precision="fp16",
+        figure=tflops,
+        **EQ3,
+        assumed=("recompute", "precision"),
+    )
+
+
+def _ptdp(billions, pp, gpus, batch, tflops, chunks, chunks_from):
+    """A PTD-P row of Table 2. The table gives the model-parallel size
+    (96 = TP 8 x PP 12 and 280 = TP 8 x PP 35, TP filling each node as
+    the paper's takeaway #1 says) and a micro-batch of 1."""
+    return Run(
+        label=f"megatron-t2-{round(billions)}b-ptdp-{gpus}",
+        source=f"{MEGATRON}, Table 2 and Section 5.2",
+        chosen=True,
+        note="The schedule is not stated for Table 2; the row takes "
+        f"the interleaving of {chunks_from}, and full recomputation in "
+        "fp16 as every script of the paper runs.",
+        **_gpt(billions, *SHAPES[billions]),
+        **SELENE,
+        gpus=gpus,
+        framework="Megatron-LM",
+        tp=8,
+        pp=pp,
+        dp=gpus // (8 * pp),
+        zero=0,
+        schedule="interleaved",
+        chunks=chunks,
+        micro_batch=1,
+        global_batch=batch,
+        recompute="full",
+        precision="fp16",
+        figure=tflops,
+        **EQ3,
+        assumed=("schedule", "chunks", "recompute", "precision"),
+    )
+
+
+GPT175 = f"{SCRIPTS}/run_figure_12.sh (2 layers per chunk, TP 8 x PP 12)"
+GPT530 = "run_table_1.sh's 530B run (1 layer per chunk, TP 8 x PP 35)"
+BIGGER = (
+    " It did not fit on 560 GPUs at a micro-batch of 4, so the paper ran "
+    "640 GPUs and a batch of 2560 (the starred row)."
+)
+TABLE2 = (
+    _zero3(174.6, 384, 1536, 4, 144),
+    _zero3(174.6, 768, 1536, 2, 88),
+    _zero3(174.6, 1536, 1536, 1, 44),
+    _zero3(529.6, 640, 2560, 4, 138, BIGGER),
+    _zero3(529.6, 1120, 2240, 2, 98),
+    _zero3(529.6, 2240, 2240, 1, 48),
+    _ptdp(174.6, 12, 384, 1536, 153, 4, GPT175),
+    _ptdp(174.6, 12, 768, 1536, 149, 4, GPT175),
+    _ptdp(174.6, 12, 1536, 1536, 141, 4, GPT175),
+    _ptdp(529.6, 35, 560, 2240, 171, 3, GPT530),
+    _ptdp(529.6, 35, 1120, 2240, 167, 3, GPT530),
+    _ptdp(529.6, 35, 2240, 2240, 159, 3, GPT530),
+)
+# --8<-- [end:rows]
+
+MEGATRON_RUNS = TABLE1 + TABLE2
+RUNS = MEGATRON_RUNS
+
+if __name__ == "__main__":
+    # --8<-- [start:demo]
+    print(
+        "| run | published | tokens/s per GPU | model TFLOP/s per GPU | MFU |"
+    )
+    print("| --- | --- | --- | --- | --- |")
+    for run in RUNS:
+        print(
+            f"| {run.label} | {run.figure:g} {run.unit} | "
+            f"{tokens_per_s_per_gpu(run):,.1f} | {model_tflops(run):.1f} | "
+            f"{mfu(run):.1%} |"
+        )
+    # --8<-- [end:demo]
