@@ -481,10 +481,496 @@ TABLE4 = (
         "about 40% higher.",
     ),
 )
+
+# Three more GPT-3-sized runs on A100 80 GB, each the layout its authors
+# trained with.
+BLOOM = Run(
+    label="bloom-176b-384",
+    source="BigScience 2022, arXiv 2211.05100, p. 18 (hardware); "
+    "layout and one logged step: bigscience-workshop/bigscience "
+    "train/tr11-176B-ml/README.md (replica setup; iteration 85,376) "
+    "and tr11-176B-ml.slurm",
+    chosen=True,
+    note="The logged step (global batch 2048) took 104.70 s, printed as "
+    "149.77 TFLOP/s counted with Megatron's Eq. 3. BF16Optimizer shards "
+    "the optimizer state as ZeRO-1 does. ALiBi, no position embeddings. "
+    "The pipeline is split with 'type:transformer|embedding', so the two "
+    "embedding layers count as layers: 72 over 12 stages, one "
+    "transformer layer fewer on the first and last. DeepSpeed's "
+    "TrainSchedule is a synchronous 1F1B. The sources describe the "
+    "GPUs of a node as joined by four NVLink links and say no more.",
+    model="BLOOM 176B",
+    params_B=176.247,
+    layers=70,
+    hidden=14336,
+    heads=112,
+    kv_heads=112,
+    ffn=4 * 14336,
+    gated=False,
+    tied_embeddings=True,
+    vocab=250880,  # 250,680 padded (--pad-vocab-size-to 250880)
+    seq_len=2048,
+    gpu="a100-80gb",
+    gpu_published="A100 80 GB, 8 per node (Jean Zay)",
+    gpu_memory_GB=80,
+    gpus=384,
+    gpus_per_node=8,
+    nics_per_node=4,
+    nic_Gbps=100,
+    network="Omni-Path, 4 x 100 Gb/s per node, enhanced hypercube 8D",
+    framework="Megatron-DeepSpeed",
+    tp=4,
+    pp=12,
+    dp=8,
+    cp=1,
+    zero=1,
+    schedule="1f1b",
+    chunks=1,
+    micro_batch=2,
+    global_batch=2048,
+    recompute="full",
+    sequence_parallel=False,
+    embedding_slots=True,
+    flash_attention=False,
+    precision="bf16",
+    figure=104.70,
+    unit="s/step",
+    formula=None,
+    counts_recompute=None,
+    counts_attention=None,
+    assumed=("schedule", "embedding_slots"),
+)
+
+OPT = Run(
+    label="opt-175b-992",
+    source="Zhang et al. 2022, arXiv 2205.01068, Sections 1 and 2.4; "
+    "TP 8 and the 2M-token batch: facebookresearch/metaseq "
+    "projects/OPT/chronicles/10_percent_update.md; the FLOP count: "
+    "chronicles/final_update.md; the launcher: "
+    "metaseq/launcher/opt_baselines.py",
+    chosen=True,
+    note="FSDP with Megatron tensor parallelism, 147 TFLOP/s per GPU. The "
+    "formula is inferred: the chronicles' 4.30e23 FLOPs for 300B tokens "
+    "is 1.433e12 per token, Eq. 3 for this model (1.434e12), not 6N "
+    "(1.05e12); and 4.30e23 FLOPs at 147 TFLOP/s on 1024 GPUs is the "
+    "33 days they quote. 2M tokens do not split evenly over 124 ranks: "
+    "the launcher gives each (2^21 // 124) // 2048 = 8 sequences, one "
+    "micro-batch per step, full recomputation, and FSDP without "
+    "resharding after forward ('zero2'). Vocabulary as the released OPT "
+    "configs pad it. Network not stated.",
+    model="OPT 175B",
+    params_B=175,
+    layers=96,
+    hidden=12288,
+    heads=96,
+    kv_heads=96,
+    ffn=4 * 12288,
+    gated=False,  # ReLU
+    tied_embeddings=True,
+    vocab=50272,
+    seq_len=2048,
+    gpu="a100-80gb",
+    gpu_published="A100 80 GB",
+    gpu_memory_GB=80,
+    gpus=992,
+    gpus_per_node=8,
+    nics_per_node=None,
+    nic_Gbps=None,
+    network="not stated",
+    framework="metaseq (FSDP and Megatron TP)",
+    tp=8,
+    pp=1,
+    dp=124,
+    cp=1,
+    zero=2,
+    schedule="none",
+    chunks=1,
+    micro_batch=8,
+    global_batch=992,
+    recompute="full",
+    sequence_parallel=False,
+    embedding_slots=False,
+    flash_attention=False,
+    precision="fp16",
+    figure=147,
+    **EQ3,
+    assumed=(
+        "zero",
+        "micro_batch",
+        "global_batch",
+        "recompute",
+        "vocab",
+        "formula",
+    ),
+)
+
+MTNLG = "Smith et al. 2022, arXiv 2201.11990"
+
+
+def _mtnlg(nodes, seconds, tflops):
+    """A throughput measurement of Section 2.4: the trained layout (TP 8
+    within a node, PP 35 across nodes, Section 2.2) at a batch of 1920
+    sequences of 2048 tokens (Section 3.2)."""
+    gpus = 8 * nodes
+    return Run(
+        label=f"mtnlg-530b-{gpus}",
+        source=f"{MTNLG}, Sections 2.2, 2.4 and 3.2",
+        chosen=True,
+        note=f"{seconds} s per iteration on {nodes} DGX A100 servers, "
+        f"published as {tflops} TFLOP/s per GPU (Eq. 3 of Megatron-LM "
+        "gives the same). DeepSpeed's pipeline with Megatron's TP: the "
+        "ZeRO stage, the micro-batch and the recomputation are not "
+        "stated (the row takes ZeRO-1, the most DeepSpeed's pipeline "
+        "allows, and full recomputation as in Megatron's runs of this "
+        "model); vocabulary as Megatron pads GPT-2's. PaLM (Section 4.1) "
+        "puts the 280-server run at 65.43K tokens/s and 30.2% MFU with "
+        "attention, as this module does.",
+        model="MT-NLG 530B",
+        params_B=530,
+        layers=105,
+        hidden=20480,
+        heads=128,
+        kv_heads=128,
+        ffn=4 * 20480,
+        **GPT,
+        **SELENE,
+        gpus=gpus,
+        framework="DeepSpeed and Megatron-LM",
+        tp=8,
+        pp=35,
+        dp=gpus // 280,
+        zero=1,
+        schedule="1f1b",
+        chunks=1,
+        micro_batch=None,
+        global_batch=1920,
+        recompute="full",
+        precision="bf16",
+        figure=seconds,
+        unit="s/step",
+        formula=None,
+        counts_recompute=None,
+        counts_attention=None,
+        assumed=("zero", "schedule", "recompute", "vocab", "precision"),
+    )
+
+
+THREE = (BLOOM, OPT, _mtnlg(280, 60.1, 126), _mtnlg(350, 50.2, 121))
+THREE += (_mtnlg(420, 44.4, 113),)
+
+# torchtitan's benchmarks of Llama 3.1 (December 2024): tokens per
+# second per GPU as logged at step 90, tokens over time over every GPU
+# of a data-parallel replica (train.py at the benchmark's commit).
+TITAN = "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md"
+TITAN_H100 = dict(
+    gpu="h100-80gb",
+    gpu_published="H100 96 GB HBM2e at a 500 W limit (Grand Teton)",
+    gpu_memory_GB=96,
+    gpus_per_node=8,
+    nics_per_node=8,
+    nic_Gbps=400,
+    network="RDMA, 400 Gb/s per GPU",
+)
+TITAN_NOTE = (
+    "Their H100s have a peak between the SXM's and the NVL's (the "
+    "page's footnote), so MFU against 989 TFLOP/s is a lower bound. "
+    "Sequence length 8192 unless the table gives one, as "
+    "train_configs/llama3_*.toml set it at commit 9dec370."
+)
+LLAMA31 = {
+    "8b": dict(layers=32, hidden=4096, heads=32, ffn=14336, params_B=8),
+    "70b": dict(layers=80, hidden=8192, heads=64, ffn=28672, params_B=70),
+    "405b": dict(layers=126, hidden=16384, heads=128, ffn=53248, params_B=405),
+}
+
+
+def _titan(
+    size,
+    table,
+    name,
+    tps,
+    *,
+    fsdp,
+    tp=1,
+    pp=1,
+    cp=1,
+    seq_len=8192,
+    local_batch,
+    micro_batch=None,
+    recompute="full",
+    precision="fp8-linear",
+    framework="torch.compile, Float8",
+    schedule="none",
+    chunks=1,
+    chosen=True,
+    assumed=(),
+    note="",
+):
+    """A row of the torchtitan benchmarks (parallelize_llama.py at the
+    benchmark's commit): FSDP2 reshards the weights after forward
+    (ZeRO-3) unless there is a pipeline, which keeps them gathered
+    through the step (ZeRO-2's memory); TP shards the sequence around
+    the norms."""
+    gpus = fsdp * tp * pp * cp
+    return Run(
+        label=f"torchtitan-{size}-{name}-{gpus}",
+        source=f"{TITAN}, Table {table}",
+        chosen=chosen,
+        note=f"{note} {TITAN_NOTE}".strip(),
+        model=f"Llama 3.1 {size.upper()}",
+        kv_heads=8,
+        gated=True,
+        tied_embeddings=False,
+        vocab=128256,
+        seq_len=seq_len,
+        **LLAMA31[size],
+        **TITAN_H100,
+        gpus=gpus,
+        framework=f"torchtitan, {framework}",
+        tp=tp,
+        pp=pp,
+        dp=fsdp,
+        cp=cp,
+        zero=2 if pp > 1 else 3,
+        schedule=schedule,
+        chunks=chunks,
+        micro_batch=local_batch if micro_batch is None else micro_batch,
+        global_batch=local_batch * fsdp,
+        recompute=recompute,
+        sequence_parallel=tp > 1,
+        embedding_slots=pp > 1,
+        flash_attention=True,
+        precision=precision,
+        figure=tps,
+        unit="tokens/s/GPU",
+        formula=None,
+        counts_recompute=None,
+        counts_attention=None,
+        assumed=(() if seq_len != 8192 else ("seq_len",)) + assumed,
+    )
+
+
+SAC = "Selective activation checkpointing: torchtitan's per-op policy."
+COMPILED = "torch.compile, Float8, async TP"
+MFU_8B = (
+    " The page gives 33% to 39% MFU for its bf16 8B runs, counted as this "
+    "module counts."
+)
+# Tables 1 and 3: Llama 3.1 8B with FSDP alone, local batch 2; TPS/GPU
+# eager, with torch.compile, and compiled with Float8 matmuls.
+TORCHTITAN = tuple(
+    _titan(
+        "8b",
+        table,
+        name,
+        tps,
+        fsdp=fsdp,
+        local_batch=2,
+        recompute="selective",
+        precision=precision,
+        framework=framework,
+        note=SAC + (MFU_8B if precision == "bf16" else ""),
+    )
+    for table, fsdp, speeds in (
+        (1, 8, (5762, 6667, 8532)),
+        (3, 128, (5605, 6514, 8380)),
+    )
+    for (name, framework, precision), tps in zip(
+        (
+            ("fsdp", "eager", "bf16"),
+            ("fsdp-compile", "torch.compile", "bf16"),
+            ("fsdp-fp8", "torch.compile, Float8", "fp8-linear"),
+        ),
+        speeds,
+        strict=True,
+    )
+)
+# Table 2: 8B on 8 GPUs, context parallelism against sequence length.
+TORCHTITAN += tuple(
+    _titan(
+        "8b",
+        2,
+        f"cp{cp}-{seq // 1024}k",
+        tps,
+        fsdp=8 // cp,
+        cp=cp,
+        seq_len=seq,
+        local_batch=1,
+    )
+    for cp, seq, tps in (
+        (1, 32768, 3890),
+        (2, 65536, 2540),
+        (4, 131072, 1071),
+        (8, 262144, 548),
+    )
+)
+# Table 4: 70B, FSDP 32 x TP 8, without and with async TP.
+TORCHTITAN += (
+    _titan("70b", 4, "2d", 829, fsdp=32, tp=8, local_batch=16),
+    _titan(
+        "70b",
+        4,
+        "2d-asynctp",
+        876,
+        fsdp=32,
+        tp=8,
+        local_batch=16,
+        framework=COMPILED,
+    ),
+)
+# Tables 5 and 6: 405B on FSDP 8 x TP 8 x PP 8, then CP. Their split is
+# the default (pipelining_utils.generate_split_points): the first and
+# last stages hold one layer fewer, an interleaved schedule puts two
+# chunks on each rank, and there are as many micro-batches as stages.
+PP_DEFAULTS = ("micro_batch", "embedding_slots")
+TORCHTITAN += (
+    _titan(
+        "405b",
+        5,
+        "3d-1f1b",
+        100,
+        fsdp=8,
+        tp=8,
+        pp=8,
+        local_batch=32,
+        micro_batch=4,
+        schedule="1f1b",
+        framework=COMPILED,
+        chosen=False,
+        assumed=PP_DEFAULTS,
+        note="Run to compare the schedules.",
+    ),
+    _titan(
+        "405b",
+        5,
+        "3d-interleaved",
+        128,
+        fsdp=8,
+        tp=8,
+        pp=8,
+        local_batch=32,
+        micro_batch=4,
+        schedule="interleaved",
+        chunks=2,
+        framework=COMPILED,
+        assumed=(*PP_DEFAULTS, "chunks"),
+    ),
+)
+TORCHTITAN += tuple(
+    _titan(
+        "405b",
+        6,
+        f"4d-cp{cp}-{seq // 1024}k",
+        tps,
+        fsdp=8 // cp,
+        tp=8,
+        pp=8,
+        cp=cp,
+        seq_len=seq,
+        local_batch=8,
+        micro_batch=1,
+        schedule="1f1b",
+        framework=COMPILED,
+        assumed=PP_DEFAULTS,
+    )
+    for cp, seq, tps in (
+        (1, 32768, 76),
+        (2, 65536, 47),
+        (4, 131072, 31),
+        (8, 262144, 16),
+    )
+)
 # --8<-- [end:rows]
 
+
+# --8<-- [start:links]
+@dataclass(frozen=True, kw_only=True)
+class Link:
+    """A published bandwidth measurement: what NCCL reaches, in GB/s
+    (1e9 bytes) each way, next to the line rate."""
+
+    label: str
+    source: str
+    what: str
+    low_GBps: float
+    high_GBps: float
+    line_GBps: float | None
+    note: str
+
+
+NCCL_TESTS = "NVIDIA/nccl-tests issue"
+LINKS = (
+    Link(
+        label="h100-nvlink-ring",
+        source=f"{NCCL_TESTS} #212 (S. Jeaugey, NVIDIA, 2024)",
+        what="NVLink 4 on one H100 node, NCCL's ring (NCCL_ALGO=RING) or "
+        "any collective but all-reduce: bus bandwidth",
+        low_GBps=370,
+        high_GBps=370,
+        line_GBps=450,
+        note="About 20% of the line rate goes to NCCL's protocol.",
+    ),
+    Link(
+        label="h100-nvls-allreduce",
+        source=f"{NCCL_TESTS} #212 (S. Jeaugey, NVIDIA, 2024); #290",
+        what="all-reduce on 8 H100 of one node with NVLink SHARP, NCCL's "
+        "default there: bus bandwidth",
+        low_GBps=476,
+        high_GBps=480,
+        line_GBps=450,
+        note="Algorithm bandwidth about 275 GB/s; the switch does the "
+        "reduction, so the bus bandwidth is not what crosses a link. "
+        "476 GB/s measured in #290, 'in the expected range' (NVIDIA).",
+    ),
+    Link(
+        label="a100-nvlink-allreduce",
+        source=f"{NCCL_TESTS} #149 (S. Jeaugey, NVIDIA, 2023)",
+        what="all-reduce on 8 A100 of one NVSwitch node: bus bandwidth",
+        low_GBps=230,
+        high_GBps=230,
+        line_GBps=300,
+        note="12 NVLinks of 25 GB/s each way; about 20 GB/s each is "
+        "effective with the SMs' 128-byte payloads (240 GB/s), and "
+        "other limits on the GPU leave about 230.",
+    ),
+    Link(
+        label="hdr-nic",
+        source=f"{NCCL_TESTS} #119 (S. Jeaugey, NVIDIA, 2022); #160",
+        what="InfiniBand HDR, 200 Gb/s per NIC: bus bandwidth per NIC "
+        "across nodes (12 GB/s for a 100 Gb/s NIC)",
+        low_GBps=24,
+        high_GBps=24,
+        line_GBps=25,
+        note="On three nodes or more a ring's bus bandwidth is the "
+        "node's NICs together (#160).",
+    ),
+    Link(
+        label="ndr-nic",
+        source=f"{NCCL_TESTS} #290 (NVIDIA, 2025)",
+        what="InfiniBand NDR, 400 Gb/s per NIC: bus bandwidth per NIC "
+        "across nodes, NCCL_ALGO=RING",
+        low_GBps=46,
+        high_GBps=48,
+        line_GBps=50,
+        note="On two nodes NCCL's tree can exceed the network; force the "
+        "ring to measure it.",
+    ),
+    Link(
+        label="hgx-h100-8-ndr-4-nodes",
+        source=f"{NCCL_TESTS} #309 (2025)",
+        what="all-reduce on 4 HGX H100 nodes, 8 NDR NICs each: bus bandwidth",
+        low_GBps=365.84,
+        high_GBps=365.84,
+        line_GBps=400,
+        note="Measured by the issue's author; NVIDIA's reply puts the "
+        "peak of 8 x 400 Gb/s NICs at 400 GB/s and calls it a good "
+        "number.",
+    ),
+)
+# --8<-- [end:links]
+
 MEGATRON_RUNS = TABLE1 + TABLE2
-RUNS = MEGATRON_RUNS + TABLE4
+RUNS = MEGATRON_RUNS + TABLE4 + THREE + TORCHTITAN
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
@@ -497,5 +983,14 @@ if __name__ == "__main__":
             f"| {run.label} | {run.figure:g} {run.unit} | "
             f"{tokens_per_s_per_gpu(run):,.1f} | {model_tflops(run):.1f} | "
             f"{mfu(run):.1%} |"
+        )
+    print()
+    print("| link | NCCL reaches, GB/s | line rate, GB/s | source |")
+    print("| --- | --- | --- | --- |")
+    for link in LINKS:
+        low, high = f"{link.low_GBps:g}", f"{link.high_GBps:g}"
+        reach = low if low == high else f"{low} to {high}"
+        print(
+            f"| {link.label} | {reach} | {link.line_GBps:g} | {link.source} |"
         )
     # --8<-- [end:demo]
