@@ -268,16 +268,17 @@ def _table1(
 
 TABLE1 = (
     # params, heads, hidden, layers, tp, pp, GPUs, batch, TFLOP/s,
-    # micro-batch, chunks (run_table_1.sh's layers per virtual stage)
+    # micro-batch, chunks: a stage's layers over run_table_1.sh's
+    # --num-layers-per-virtual-pipeline-stage
     _table1(1.7, 24, 2304, 24, 1, 1, 32, 512, 137, 16, 1),
     _table1(3.6, 32, 3072, 30, 2, 1, 64, 512, 138, 16, 1),
     _table1(7.5, 32, 4096, 36, 4, 1, 128, 512, 142, 16, 1),
     _table1(18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 8, 1),
     _table1(39.1, 64, 8192, 48, 8, 2, 512, 1536, 138, 4, 1),
-    _table1(76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140, 2, 3),  # 5 of 15
-    _table1(145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148, 2, 2),  # 5/10
-    _table1(310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155, 1, 2),  # 3/6
-    _table1(529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163, 1, 3),  # 1/3
+    _table1(76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140, 2, 3),  # 15 / 5
+    _table1(145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148, 2, 2),  # 10 / 5
+    _table1(310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155, 1, 2),  # 6 / 3
+    _table1(529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163, 1, 3),  # 3 / 1
     _table1(1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 1, 1),
 )
 
@@ -342,7 +343,7 @@ def _ptdp(billions, pp, gpus, batch, tflops, chunks, chunks_from):
         precision="fp16",
         figure=tflops,
         **EQ3,
-        assumed=("schedule", "chunks", "recompute", "precision"),
+        assumed=("tp", "pp", "schedule", "chunks", "recompute", "precision"),
     )
 
 
@@ -672,7 +673,7 @@ TITAN_H100 = dict(
     network="RDMA, 400 Gb/s per GPU",
 )
 TITAN_NOTE = (
-    "Their H100s have a peak between the SXM's and the NVL's (the "
+    "The benchmark's H100s have a peak between the SXM's and the NVL's (the "
     "page's footnote), so MFU against 989 TFLOP/s is a lower bound. "
     "Sequence length 8192 unless the table gives one, as "
     "train_configs/llama3_*.toml set it at commit 9dec370."
