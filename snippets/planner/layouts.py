@@ -2,15 +2,8 @@
 over every layout the cluster allows."""
 
 # --8<-- [start:model]
-from snippets.activations.memory import (
-    activation_bytes_per_gpu,
-    activation_bytes_per_layer,
-)
 from snippets.checks import choice, count, flag
-from snippets.comms.links import ring_bandwidth_GBps
-from snippets.comms.overlap import MiB
-from snippets.pipeline.bubble import bubble_fraction, megatron_ratio
-from snippets.pipeline.tensor import tp_bytes_per_layer
+from snippets.planner.cost import FIT, Fit, estimate, stage_layers
 from snippets.planner.model import (
     as_dict,
     check_cluster,
@@ -18,27 +11,27 @@ from snippets.planner.model import (
     check_training,
     parameter_count,
 )
-from snippets.units import GB
-from snippets.zero.hsdp import hsdp
-from snippets.zero.memory import SHARDED
-from snippets.zero.traffic import comm_bytes
 
 ZERO = (0, 1, 2, 3, "hsdp")
-STAGES = ("ddp", "zero1", "zero2", "zero3")  # ZeRO stage 0 is DDP
 RECOMPUTE = ("none", "selective", "full")
-BYTES = {"param": 2, "grad": 2, "optim": 12}  # mixed-precision Adam
-BUCKET_MB = 25  # DDP's bucket: the last one is never hidden
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+LAYOUT_KEYS = ("dp", "tp", "pp", "zero", "recompute")
+LAYOUT_DEFAULTS = {
+    "cp": 1,  # context parallelism: each sequence split over cp GPUs
+    "sequence_parallel": None,  # None: on whenever tp > 1
+    "embedding_slots": False,
+    "schedule": "1f1b",
+    "chunks": 1,  # model chunks per GPU: 2 or more when interleaved
+}
 
 
-def check_layout(layout, model, cluster):
-    """The layout as a dict, refused unless it can run on the cluster."""
-    lay = as_dict(
-        "layout",
-        layout,
-        ("dp", "tp", "pp", "zero", "recompute"),
-        {"sequence_parallel": None, "embedding_slots": False},
+def check_layout(layout, model, cluster, training=None):
+    """The layout as a dict, refused unless it can run on the cluster;
+    with `training`, also its micro-batches and stages."""
+    lay = as_dict("layout", layout, LAYOUT_KEYS, LAYOUT_DEFAULTS)
+    dp, tp, pp, cp = (
+        count(f"layout.{k}", lay[k]) for k in ("dp", "tp", "pp", "cp")
     )
-    dp, tp, pp = (count(f"layout.{k}", lay[k]) for k in ("dp", "tp", "pp"))
     zero = lay["zero"]
     if isinstance(zero, bool) or zero not in ZERO:
         raise ValueError(
@@ -50,10 +43,10 @@ def check_layout(layout, model, cluster):
     flag("layout.sequence_parallel", lay["sequence_parallel"])
     g, gpus = cluster["gpus_per_node"], cluster["gpus_per_node"]
     gpus *= cluster["nodes"]
-    if dp * tp * pp != gpus:
+    if dp * cp * tp * pp != gpus:
         raise ValueError(
-            f"layout dp x tp x pp must equal the cluster's {gpus} GPUs, "
-            f"got {dp} x {tp} x {pp} = {dp * tp * pp}"
+            f"layout dp x cp x tp x pp must equal the cluster's {gpus} "
+            f"GPUs, got {dp} x {cp} x {tp} x {pp} = {dp * cp * tp * pp}"
         )
     if model["heads"] % tp or model["kv_heads"] % tp:
         raise ValueError(
@@ -65,27 +58,70 @@ def check_layout(layout, model, cluster):
             f"layout.tp must divide gpus_per_node ({g}) or, to span "
             f"nodes, be a multiple of it; got {tp}"
         )
+    if model["seq_len"] % cp:
+        raise ValueError(
+            f"layout.cp must divide model.seq_len ({model['seq_len']}), "
+            f"got {cp}"
+        )
     # Llama 3's split: the embedding and the output layer each take a
     # layer's place, so the first and last stages hold one layer fewer.
+    layers = model["layers"]
     if flag("layout.embedding_slots", lay["embedding_slots"]):
-        if pp < 2 or (model["layers"] + 2) % pp:
+        if pp < 2 or pp > layers // 2:
             raise ValueError(
-                "layout.embedding_slots needs pp >= 2 dividing model.layers"
-                f" + 2 ({model['layers'] + 2}), got pp={pp}"
+                "layout.embedding_slots needs 2 <= pp <= model.layers / 2"
+                f" ({layers // 2}), so that every stage keeps a layer; "
+                f"got pp={pp}"
             )
-    elif model["layers"] % pp:
+    elif layers % pp:
         raise ValueError(
-            f"layout.pp must divide model.layers ({model['layers']}), got {pp}"
+            f"layout.pp must divide model.layers ({layers}), got {pp}; "
+            "with embedding_slots=True the stages may differ by a layer"
         )
+    stages = stage_layers(layers, pp, lay["embedding_slots"])
+    choice("layout.schedule", lay["schedule"], SCHEDULES)
+    v = count("layout.chunks", lay["chunks"])
+    if lay["schedule"] == "interleaved":
+        slots = stage_layers(layers, pp, False) if not lay[
+            "embedding_slots"
+        ] else [n + (i in (0, pp - 1)) for i, n in enumerate(stages)]
+        if pp < 2 or v < 2 or any(n % v for n in slots):
+            raise ValueError(
+                "layout.chunks must be 2 or more and divide the layers "
+                f"of every stage ({sorted(set(slots))}) for the "
+                f"interleaved schedule, on pp >= 2; got chunks={v}, "
+                f"pp={pp}"
+            )
+    elif v != 1:
+        raise ValueError(
+            f"layout.chunks must be 1 for schedule "
+            f"{lay['schedule']!r}, got {v}"
+        )
+    lay["stages"] = stages
+    shard = dp
     if zero == "hsdp":
-        local = g // (tp * pp) if g % (tp * pp) == 0 else 0
+        local = g // (tp * cp) if g % (tp * cp) == 0 else 0
         if local < 2 or dp <= local or dp % local:
             raise ValueError(
                 "layout.zero='hsdp' shards over the data-parallel ranks "
                 "of one node and replicates across nodes: it needs "
-                "tp x pp to leave 2 or more of them on a node and dp to "
+                "tp x cp to leave 2 or more of them on a node and dp to "
                 f"be a larger multiple of that; got dp={dp}, tp={tp}, "
-                f"pp={pp} on {g} GPUs per node"
+                f"cp={cp} on {g} GPUs per node"
+            )
+        shard = local
+    lay["shard"] = shard * (1 if zero == "hsdp" else cp)
+    if training is not None:
+        lay["microbatches"] = microbatches(model, training, dp)
+        if (
+            lay["schedule"] == "interleaved"
+            and lay["microbatches"] % pp
+        ):
+            raise ValueError(
+                "the interleaved schedule runs micro-batches in groups "
+                f"of pp ({pp}): training.global_batch_tokens must give a "
+                f"multiple of {pp} per pipeline, got "
+                f"{lay['microbatches']}"
             )
     return lay
 
@@ -103,122 +139,49 @@ def microbatches(model, training, dp):
     return training["global_batch_tokens"] // per_pass
 
 
-def evaluate_layout(model, cluster, training, layout):
+def model_flops_per_token(model):
+    """Useful FLOPs per token, forward and backward: 6 per weight in
+    the layers' matrices and the output layer, and the attention
+    scores, 6 s h per layer for a causal model (half of QK^T and AV,
+    PaLM's 12 L H Q T). Recomputation is not useful work."""
+    m = check_model(model)
+    weights = parameter_count(m) - m["vocab"] * m["hidden"]
+    if m["tied_embeddings"]:  # the one matrix is also the output layer
+        weights += m["vocab"] * m["hidden"]
+    weights -= (2 * m["layers"] + 1) * m["hidden"]  # norms
+    return 6 * weights + 6 * m["layers"] * m["seq_len"] * m["hidden"]
+
+
+def evaluate_layout(model, cluster, training, layout, fit=FIT):
     """Memory per GPU, step time, tokens/s and MFU of one layout."""
     m, c = check_model(model), check_cluster(cluster)
     t = check_training(training)
-    lay = check_layout(layout, m, c)
-    dp, tp, pp, zero = lay["dp"], lay["tp"], lay["pp"], lay["zero"]
-    recompute, g = lay["recompute"], c["gpus_per_node"]
-    micro = microbatches(m, t, dp)
-    params = parameter_count(m)
-    local = params / (tp * pp)  # weights on each GPU of one replica
+    lay = check_layout(layout, m, c, t)
+    if not isinstance(fit, Fit):
+        raise TypeError(f"fit must be a Fit, got {type(fit).__name__}")
+    return _result(m, c, t, lay, fit)
 
-    # Memory: states split by ZeRO over dp (HSDP: over one node).
-    shard = g // (tp * pp) if zero == "hsdp" else dp
-    sharded = SHARDED["zero3" if zero == "hsdp" else STAGES[zero]]
-    state = {
-        kind: local * size / (shard if kind in sharded else 1) / GB
-        for kind, size in BYTES.items()
-    }
-    layer = dict(
-        seq_len=m["seq_len"],
-        micro_batch=t["micro_batch"],
-        hidden=m["hidden"],
-        heads=m["heads"],
-        tp=tp,
-        sequence_parallel=lay["sequence_parallel"],
-        recompute=recompute,
-        flash_attention=t["flash_attention"],
-    )
-    # Layers on the first stage (the most loaded under 1F1B), and on
-    # the fullest stage, which sets the pipeline's pace.
-    fullest = m["layers"] // pp
-    first = fullest
-    if lay["embedding_slots"]:
-        fullest = (m["layers"] + 2) // pp
-        first = fullest - 1
-    acts = activation_bytes_per_gpu(
-        first * pp, stages=pp, microbatches=micro, **layer
-    )
-    if recompute == "full":  # the layer being rebuilt holds it all
-        acts += activation_bytes_per_layer(**{**layer, "recompute": "none"})
-    memory = {
-        "parameters": state["param"],
-        "gradients": state["grad"],
-        "optimizer": state["optim"],
-        "activations": acts / GB,
-    }
-    memory["total"] = sum(memory.values())
 
-    # Compute: 6 P T, or 8 P T when every layer's forward runs twice.
-    factor = 8 if recompute == "full" else 6
-    flops_per_s = c["peak_TFLOPs"] * 1e12 * t["compute_efficiency"]
-    compute = factor * local * t["global_batch_tokens"] / dp / flops_per_s
-
-    # Tensor parallelism: 4 all-reduces per layer and micro-batch, 6
-    # when the forward pass is recomputed; not overlapped.
-    link = c["nvlink_GBps"]
-    if tp > g:
-        link = ring_bandwidth_GBps(
-            tp, g, link, c["nics_per_node"], c["nic_GBps"]
-        )
-    sent = tp_bytes_per_layer(m["seq_len"], t["micro_batch"], m["hidden"], tp)
-    sent *= (1.5 if recompute == "full" else 1) * fullest
-    sent *= micro
-    tp_s = sent / (link * GB)
-
-    # Data parallelism, over the GPUs that hold the same weights.
-    nics = c["nics_per_node"] * c["nic_GBps"]  # one node's NICs
-    if zero == "hsdp":
-        bytes_ = hsdp(local, shard, dp // shard)
-        dp_s = bytes_["intra_node_GB"] * micro / c["nvlink_GBps"]
-        dp_s += bytes_["inter_node_GB"] / min(c["nvlink_GBps"], nics / g)
-    else:
-        sent = comm_bytes(STAGES[zero], local, dp)
-        if zero == 3:  # parameters gathered again for every micro-batch
-            sent *= micro
-        mates = max(1, g // (tp * pp))  # this group's GPUs on one node
-        bandwidth = ring_bandwidth_GBps(
-            dp, mates, c["nvlink_GBps"], 1, nics * mates / g
-        )
-        dp_s = sent / bandwidth
-    # Overlap (snippets/comms/overlap.py): gradients are reduced during
-    # the last micro-batch's backward pass; ZeRO-3 and HSDP prefetch
-    # their gathers behind all the compute. The last bucket shows.
-    window = compute * (factor - 2) / factor / micro
-    if zero in (3, "hsdp"):
-        window = compute
-    last = dp_s * min(1, BUCKET_MB * MiB / (local * BYTES["grad"]))
-    exposed = last + max(0, dp_s - last - window)
-
-    # Pipeline bubble, relative to the work: (p - 1) / m.
-    bubble = megatron_ratio(bubble_fraction(pp, micro, "1f1b"))
-    bubble *= compute + tp_s
-    step = compute + tp_s + exposed + bubble
-    gpus = dp * tp * pp
-    useful = 6 * params * t["global_batch_tokens"]
+def _result(m, c, t, lay, fit):
+    r = estimate(m, c, t, lay, fit)
+    gpus = c["gpus_per_node"] * c["nodes"]
+    step = r["step_s"]["total"]
+    tokens = t["global_batch_tokens"] / step
+    public = {k: lay[k] for k in (*LAYOUT_KEYS, *LAYOUT_DEFAULTS)}
     return {
-        "layout": lay,
-        "params": params,
-        "microbatches": micro,
-        "memory_per_gpu_GB": memory,
-        "fits": memory["total"] <= c["gpu_memory_GB"],
-        "step_s": {
-            "compute": compute,
-            "exposed_communication": tp_s + exposed,
-            "bubble": bubble,
-            "total": step,
-        },
-        "communication_s": {
-            "tensor_parallel": tp_s,
-            "data_parallel": dp_s,
-            "data_parallel_exposed": exposed,
-        },
-        "tp_spans_nodes": tp > g,
-        "tokens_per_s": t["global_batch_tokens"] / step,
-        "mfu": useful / (step * c["peak_TFLOPs"] * 1e12 * gpus),
+        "layout": public,
+        "microbatches": lay["microbatches"],
+        "stages": lay["stages"],
+        **r,
+        "fits": r["memory_per_gpu_GB"]["total"] <= c["gpu_memory_GB"],
+        "tokens_per_s": tokens,
+        "tokens_per_s_per_gpu": tokens / gpus,
+        "mfu": tokens * _flops(m) / (gpus * c["peak_TFLOPs"] * 1e12),
     }
+
+
+def _flops(m):
+    return model_flops_per_token(m)
 
 
 # --8<-- [end:model]
@@ -229,71 +192,143 @@ def divisors(n):
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def splits(layers, pp):
+    """The ways to put `layers` on `pp` stages: evenly when pp divides
+    them; with the embedding and output layer in slots of their own
+    (Llama 3's split) when it does not, or when that balances better."""
+    if pp == 1:
+        return [False]
+    ways = [False] if layers % pp == 0 else []
+    if 2 <= pp <= layers // 2 and (layers % pp or (layers + 2) % pp == 0):
+        ways.append(True)
+    return ways
+
+
+def schedules(stage_slots, pp, micro):
+    """(schedule, chunks) to try: 1F1B, and the interleaved schedule
+    with each chunk count that divides every stage's layers."""
+    if pp == 1:
+        return [("1f1b", 1)]
+    found = [("1f1b", 1)]
+    if micro % pp == 0:
+        for v in (2, 3, 4, 6, 8):
+            if all(n % v == 0 for n in stage_slots):
+                found.append(("interleaved", v))
+    return found
+
+
+def context_sizes(seq_len):
+    """Context-parallel sizes worth trying: the sequence split in two,
+    four, ... while each GPU keeps at least 4,096 of its tokens. Below
+    that, tensor parallelism and recomputation shrink the activations
+    for less communication."""
+    sizes, cp = [1], 2
+    while seq_len % cp == 0 and seq_len // cp >= 4096:
+        sizes.append(cp)
+        cp *= 2
+    return sizes
+
+
 def candidate_layouts(model, cluster, training):
-    """Every layout the checks accept: tp inside a node, pp a divisor
-    of the layers, dp the rest, and each ZeRO stage and recomputation."""
+    """Every layout the checks accept: tp inside a node, cp for long
+    sequences, pp with even or Llama-style stages and each schedule,
+    dp the rest, each ZeRO stage and recomputation."""
     m, c = check_model(model), check_cluster(cluster)
     t = check_training(training)
-    gpus = c["gpus_per_node"] * c["nodes"]
-    for tp in divisors(c["gpus_per_node"]):
+    g = c["gpus_per_node"]
+    gpus = g * c["nodes"]
+    recomputes = ["none", "full"]
+    if not t["flash_attention"]:
+        recomputes.insert(1, "selective")
+    for tp in divisors(g):
         if m["heads"] % tp or m["kv_heads"] % tp:
             continue
-        for pp in divisors(gpus // tp):
-            dp = gpus // (tp * pp)
-            if m["layers"] % pp:
+        for cp in context_sizes(m["seq_len"]):
+            if (gpus // tp) % cp:
                 continue
-            if t["global_batch_tokens"] % (
-                m["seq_len"] * t["micro_batch"] * dp
-            ):
-                continue
-            for zero in ZERO:
-                if zero != 0 and dp == 1:
+            for pp in divisors(gpus // (tp * cp)):
+                dp = gpus // (tp * cp * pp)
+                per_pass = m["seq_len"] * t["micro_batch"] * dp
+                if t["global_batch_tokens"] % per_pass:
                     continue
-                for recompute in RECOMPUTE:
-                    if recompute == "selective" and t["flash_attention"]:
-                        continue  # the same as "none" without scores
-                    layout = dict(
-                        dp=dp, tp=tp, pp=pp, zero=zero, recompute=recompute
-                    )
-                    try:
-                        yield check_layout(layout, m, c)
-                    except ValueError:  # HSDP that this shape cannot do
-                        continue
+                micro = t["global_batch_tokens"] // per_pass
+                for slots in splits(m["layers"], pp):
+                    counts = stage_layers(m["layers"], pp, slots)
+                    if slots:
+                        counts[0] += 1
+                        counts[-1] += 1
+                    for schedule, chunks in schedules(counts, pp, micro):
+                        yield from _stages(
+                            m, c, t, recomputes,
+                            dict(
+                                dp=dp, tp=tp, pp=pp, cp=cp,
+                                embedding_slots=slots,
+                                schedule=schedule, chunks=chunks,
+                            ),
+                        )
+
+
+def _stages(m, c, t, recomputes, base):
+    """The base layout with each ZeRO stage and recomputation."""
+    for zero in ZERO:
+        if zero != 0 and base["dp"] * base["cp"] == 1:
+            continue
+        if zero == 2 and base["pp"] > 1:
+            continue  # it keeps whole gradients there: ZeRO-1
+        for recompute in recomputes:
+            layout = dict(base, zero=zero, recompute=recompute)
+            try:
+                yield check_layout(layout, m, c, t)
+            except ValueError:  # HSDP that this shape cannot do
+                continue
 
 
 def name(layout):
+    """A layout in a few words: dp 16, tp 4, pp 1, ZeRO-3, ..."""
     zero = layout["zero"]
     sharding = "HSDP" if zero == "hsdp" else f"ZeRO-{zero}"
-    return (
-        f"dp {layout['dp']}, tp {layout['tp']}, pp {layout['pp']}, "
-        f"{sharding}, recompute {layout['recompute']}"
+    words = [f"dp {layout['dp']}"]
+    if layout.get("cp", 1) > 1:
+        words.append(f"cp {layout['cp']}")
+    words += [f"tp {layout['tp']}", f"pp {layout['pp']}", sharding]
+    if layout.get("schedule") == "interleaved":
+        words.append(f"interleaved x{layout['chunks']}")
+    if layout.get("embedding_slots"):
+        words.append("embedding slots")
+    words.append(f"recompute {layout['recompute']}")
+    return ", ".join(words)
+
+
+def rank(results):
+    """Fitting layouts fastest first, ties to the smaller footprint;
+    the rest by how much memory they need."""
+    return sorted(
+        results,
+        key=lambda r: (
+            not r["fits"],
+            -r["tokens_per_s"] if r["fits"] else 0,
+            r["memory_per_gpu_GB"]["total"],
+        ),
     )
 
 
-def plan_layouts(model, cluster, training):
+def plan_layouts(model, cluster, training, fit=FIT):
     """Every layout, ranked: those that fit first, fastest first; then
     the rest, smallest memory first. `answer` says what to do."""
-    results = [
-        evaluate_layout(model, cluster, training, layout)
-        for layout in candidate_layouts(model, cluster, training)
-    ]
+    m, c = check_model(model), check_cluster(cluster)
+    t = check_training(training)
+    results = rank(
+        _result(m, c, t, lay, fit)
+        for lay in candidate_layouts(m, c, t)
+    )
     if not results:
         raise ValueError(
             "no layout splits training.global_batch_tokens evenly over "
             "the data-parallel ranks: make it a multiple of seq_len x "
             "micro_batch x the number of GPUs"
         )
-    # Fitting layouts fastest first, ties to the smaller footprint;
-    # the rest by how much memory they need.
-    results.sort(
-        key=lambda r: (
-            not r["fits"],
-            -r["tokens_per_s"] if r["fits"] else 0,
-            r["memory_per_gpu_GB"]["total"],
-        )
-    )
     best = results[0]
-    card = check_cluster(cluster)["gpu_memory_GB"]
+    card = c["gpu_memory_GB"]
     need = best["memory_per_gpu_GB"]["total"]
     fitting = sum(r["fits"] for r in results)
     if best["fits"]:

@@ -12,14 +12,16 @@ MODEL_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
 MODEL_KEYS += ("seq_len",)
 # A gated MLP (SwiGLU, as in Llama) has three matrices of hidden x ffn;
 # GPT's MLP has two. Untied models keep separate input and output
-# embeddings.
-MODEL_DEFAULTS = {"gated": True, "tied_embeddings": False}
+# embeddings. GPT keeps dropout (1-byte masks among its activations);
+# Llama has none.
+MODEL_DEFAULTS = {"gated": True, "tied_embeddings": False, "dropout": False}
 CLUSTER_KEYS = ("gpus_per_node", "nodes", "gpu_memory_GB", "peak_TFLOPs")
-CLUSTER_KEYS += ("nvlink_GBps", "nics_per_node", "nic_GBps")
+CLUSTER_KEYS += ("hbm_GBps", "nvlink_GBps", "nics_per_node", "nic_GBps")
 TRAINING_KEYS = ("global_batch_tokens", "micro_batch")
-# compute_efficiency: the share of the peak FLOP/s the GPUs sustain
-# while they compute. It is an assumption, not a measurement.
-TRAINING_DEFAULTS = {"compute_efficiency": 0.5, "flash_attention": True}
+# reserve_GB: memory on each GPU that training cannot use: the CUDA
+# context and kernels (about 0.5 GB), NCCL's buffers (about 1 GB over
+# several communicators) and the allocator's fragmentation.
+TRAINING_DEFAULTS = {"flash_attention": True, "reserve_GB": 4.0}
 
 
 def as_dict(name, value, keys, defaults=()):
@@ -49,6 +51,7 @@ def check_model(model):
         count(f"model.{key}", m[key])
     flag("model.gated", m["gated"])
     flag("model.tied_embeddings", m["tied_embeddings"])
+    flag("model.dropout", m["dropout"])
     if m["hidden"] % m["heads"]:
         raise ValueError(
             f"model.heads must divide model.hidden, "
@@ -64,10 +67,11 @@ def check_model(model):
 
 def check_cluster(cluster):
     c = as_dict("cluster", cluster, CLUSTER_KEYS)
-    for key in ("gpus_per_node", "nodes", "nics_per_node"):
-        count(f"cluster.{key}", c[key])
-    for key in ("gpu_memory_GB", "peak_TFLOPs", "nvlink_GBps", "nic_GBps"):
-        number(f"cluster.{key}", c[key])
+    for key in CLUSTER_KEYS:
+        if key in ("gpus_per_node", "nodes", "nics_per_node"):
+            count(f"cluster.{key}", c[key])
+        else:
+            number(f"cluster.{key}", c[key])
     return c
 
 
@@ -75,13 +79,8 @@ def check_training(training):
     t = as_dict("training", training, TRAINING_KEYS, TRAINING_DEFAULTS)
     count("training.global_batch_tokens", t["global_batch_tokens"])
     count("training.micro_batch", t["micro_batch"])
-    number("training.compute_efficiency", t["compute_efficiency"])
-    if t["compute_efficiency"] > 1:
-        raise ValueError(
-            "training.compute_efficiency must be <= 1, "
-            f"got {t['compute_efficiency']!r}"
-        )
     flag("training.flash_attention", t["flash_attention"])
+    number("training.reserve_GB", t["reserve_GB"], allow_minimum=True)
     return t
 
 
@@ -218,31 +217,37 @@ MODELS = {
         seq_len=2048,
         gated=False,
         tied_embeddings=True,
+        dropout=True,
     ),
 }
-# One node of each kind: memory in GB, dense bf16 peak, NVLink one way,
-# NICs per node and GB/s each way per NIC.
+# One node of each kind: memory in GB (10^9 bytes: what nvidia-smi
+# reports, 81,920 MiB on an A100 80GB and 81,559 MiB on an H100, is
+# more than the "80 GB" of the name), dense bf16 peak, HBM bandwidth,
+# NVLink one way, NICs per node and GB/s each way per NIC.
 GPUS = {
     "a100-80gb": dict(
         gpus_per_node=8,
-        gpu_memory_GB=80,
+        gpu_memory_GB=85.9,
         peak_TFLOPs=312,
+        hbm_GBps=2039,
         nvlink_GBps=300,
         nics_per_node=8,
         nic_GBps=25,  # HDR
     ),
     "h100-80gb": dict(
         gpus_per_node=8,
-        gpu_memory_GB=80,
+        gpu_memory_GB=85.5,
         peak_TFLOPs=989,
+        hbm_GBps=3350,
         nvlink_GBps=450,
         nics_per_node=8,
         nic_GBps=50,  # NDR
     ),
     "v100-32gb": dict(  # DGX-2: 16 GPUs on NVSwitch, 8 EDR NICs
         gpus_per_node=16,
-        gpu_memory_GB=32,
+        gpu_memory_GB=32,  # nominal
         peak_TFLOPs=125,
+        hbm_GBps=900,
         nvlink_GBps=150,
         nics_per_node=8,
         nic_GBps=12.5,

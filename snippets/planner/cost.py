@@ -1,0 +1,321 @@
+"""The planner's cost model: the seconds of one training step of a
+layout and the memory each GPU needs, from the model's shape, the
+cluster and five parameters fitted to measured runs
+(snippets/planner/fit.py).
+
+`estimate` takes the checked dicts of snippets/planner/model.py and a
+layout checked by snippets/planner/layouts.py; it checks nothing again,
+so that the search can call it thousands of times.
+"""
+
+# --8<-- [start:parameters]
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The cost model's free parameters, each a physical quantity."""
+
+    # Share of the GPU's peak dense 16-bit FLOP/s that the matrix
+    # multiplies of a transformer layer sustain.
+    gemm_share: float
+    # Bytes the element-wise kernels (norms, activation functions,
+    # softmax, dropout) move through HBM per byte of activations the
+    # layer stores for its backward pass.
+    hbm_passes: float
+    # Share of each GPU's own network bandwidth (its node's NICs over
+    # its GPUs) that a collective crossing nodes reaches.
+    network_share: float
+    # Latency of one step of a ring, one hop, in microseconds.
+    hop_latency_us: float
+    # Share of the communication that a schedule lets run beside
+    # compute which it really hides: kernels that overlap slow each
+    # other down.
+    overlap: float
+
+
+# Share of NVLink's line rate a ring collective inside a node reaches:
+# NCCL's ring all-reduce measures about 370 GB/s of bus bandwidth on
+# an H100's 450 GB/s (nccl-tests issue 212). Measured, not fitted.
+NVLINK_SHARE = 370 / 450
+# HBM bytes per parameter of the Adam step: it reads the fp32 master
+# weight, momentum, variance and gradient and writes the first three
+# and the bf16 weight.
+OPTIMIZER_BYTES = 4 * 4 + 3 * 4 + 2
+# Per logit, the bf16 logits and their fp32 log-softmax, kept for the
+# loss's backward pass.
+LOGIT_BYTES = 2 + 4
+# DDP's bucket: the last bucket's reduction has no compute left to
+# hide behind.
+BUCKET_BYTES = 25 * 2**20
+# --8<-- [end:parameters]
+
+# The fit's result on the measured runs (snippets/planner/fit.py); a
+# test checks that these are what the fit returns.
+FIT = Fit(
+    gemm_share=0.7881,
+    hbm_passes=2.797,
+    network_share=0.919,
+    hop_latency_us=30.86,
+    overlap=0.4602,
+)
+
+
+# --8<-- [start:model]
+def layer_shape(m):
+    """Weights of one layer's matrices, its parameters, and the bytes
+    per token its activations keep for the backward pass, in units of
+    the hidden size h (Korthikanti et al. 2022, section 4, with
+    grouped KV heads and gated MLPs): `replicated` stays whole on each
+    tensor-parallel rank unless sequence parallelism splits it too,
+    `split` is divided among the ranks, and `scores` is per key of the
+    attention matrix, which a flash-attention kernel never stores."""
+    h, f = m["hidden"], m["ffn"]
+    kv = m["kv_heads"] * (h // m["heads"])
+    mlp = 3 if m["gated"] else 2  # matrices, and tensors it keeps of f
+    weights = 2 * h * h + 2 * h * kv + mlp * h * f
+    mask = 1 if m["dropout"] else 0  # 1-byte dropout masks
+    return {
+        "weights": weights,
+        "params": weights + 2 * h,  # and two norms
+        # norm inputs, attention input, MLP input, dropout masks
+        "replicated": 2 * 2 + 2 + 2 + 2 * mask,
+        # queries, keys and values, attention output, MLP tensors
+        "split": 2 + 4 * kv / h + 2 + mlp * 2 * f / h,
+        # softmax output, with dropout its mask and output too
+        "scores": (2 + 3 * mask) * m["heads"] / h,
+    }
+
+
+def stage_layers(layers, stages, embedding_slots):
+    """Layers on each pipeline stage, first to last. With
+    `embedding_slots` the embedding and the output layer each take a
+    layer's place on the first and the last stage, as in Llama 3."""
+    slots = layers + (2 if embedding_slots else 0)
+    base, extra = divmod(slots, stages)
+    counts = [base + 1] * extra + [base] * (stages - extra)
+    if embedding_slots:  # fuller stages in the middle, then one off
+        counts = counts[1::2] + counts[::2][::-1]
+        counts[0] -= 1
+        counts[-1] -= 1
+    return counts
+
+
+def ring_s(kind, size, ranks, GBps, fit):
+    """Seconds of a ring collective over `size` bytes (the whole
+    buffer) on `ranks` GPUs at `GBps` per GPU: n - 1 steps, each a
+    hop's latency, in which a rank sends (n - 1)/n of the buffer;
+    twice that for an all-reduce (a reduce-scatter, then an
+    all-gather)."""
+    if ranks == 1:
+        return 0.0
+    rounds = 2 if kind == "all-reduce" else 1
+    latency = rounds * (ranks - 1) * fit.hop_latency_us * 1e-6
+    return latency + rounds * (ranks - 1) / ranks * size / (GBps * 1e9)
+
+
+def exposed(comm, window, fit):
+    """Seconds of `comm` left over when it may overlap `window`
+    seconds of compute."""
+    return comm - fit.overlap * min(comm, window)
+
+
+def estimate(m, c, t, lay, fit=FIT):
+    """Seconds per step, by part, and GB per GPU of one layout."""
+    shape = layer_shape(m)
+    h, s, vocab = m["hidden"], m["seq_len"], m["vocab"]
+    tp, pp, cp, v = lay["tp"], lay["pp"], lay["cp"], lay["chunks"]
+    dp, zero, micro = lay["dp"], lay["zero"], lay["microbatches"]
+    sp, full = lay["sequence_parallel"], lay["recompute"] == "full"
+    g, hbm = c["gpus_per_node"], c["hbm_GBps"] * 1e9
+    tokens = t["micro_batch"] * s / cp  # one micro-batch, on one GPU
+
+    # Links. Inside a node, NVLink; across nodes, each GPU's share of
+    # its node's NICs. The GPUs of a group sit `inner` apart (the
+    # degrees inside it, in the order tp, cp, dp, pp), so the group
+    # spans nodes once inner x size exceeds a node.
+    nvlink = c["nvlink_GBps"] * NVLINK_SHARE
+    network = c["nics_per_node"] * c["nic_GBps"] / g * fit.network_share
+
+    def link(inner, size):
+        return nvlink if inner * size <= g else min(nvlink, network)
+
+    # One layer, one micro-batch, forward: the matrix multiplies at
+    # the sustained share of the peak, and QK^T and AV, 4 s h FLOPs per
+    # query (a causal flash kernel skips the masked half, a plain one
+    # computes all of it); the element-wise kernels at HBM speed.
+    flops = 2 * shape["weights"] * tokens / tp
+    flops += 4 * s * h * tokens / tp * (0.5 if t["flash_attention"] else 1)
+    scores = 0 if t["flash_attention"] else shape["scores"] * s
+    stored = shape["replicated"] / (tp if sp else 1)
+    stored = (stored + (shape["split"] + scores) / tp) * tokens * h
+    peak = c["peak_TFLOPs"] * 1e12 * fit.gemm_share
+    compute = flops / peak + fit.hbm_passes * stored / hbm
+    # Tensor parallelism, per pass: two all-reduces of the b x s x h
+    # output (with sequence parallelism, two all-gathers and two
+    # reduce-scatters: the same bytes and hops); not overlapped.
+    tp_pass = 2 * ring_s("all-reduce", 2 * tokens * h, tp, link(1, tp), fit)
+    # Context parallelism, per pass: the keys and values all-gathered
+    # (the backward pass also reduce-scatters their gradients).
+    kv = 2 * 2 * tokens * cp * m["kv_heads"] * (h // m["heads"]) / tp
+    cp_pass = ring_s("all-gather", kv, cp, link(tp, cp), fit)
+    forward = compute + tp_pass + cp_pass
+    # Backward: twice the forward's work; full recomputation runs the
+    # forward again, all-reduces included.
+    backward = 2 * compute + tp_pass + 2 * cp_pass
+    if full:
+        backward += forward
+
+    # ZeRO-3 (and HSDP, inside its node): each layer's weights are
+    # gathered for its forward and its backward pass, its gradients
+    # reduce-scattered after, while the layer before it computes.
+    dp_link = link(tp * cp, dp)
+    gather = reduce = 0.0
+    if zero in (3, "hsdp"):
+        weights = 2 * shape["params"] / tp  # bf16 bytes of one layer
+        over = nvlink if zero == "hsdp" else dp_link
+        gather = ring_s("all-gather", weights, lay["shard"], over, fit)
+        reduce = ring_s("reduce-scatter", weights, lay["shard"], over, fit)
+    forward += exposed(gather, forward, fit)
+    backward += exposed(gather + reduce, backward, fit)
+
+    # The output layer and the loss, on the last stage.
+    head = 2 * h * vocab * tokens / tp / peak
+    head += fit.hbm_passes * LOGIT_BYTES * vocab * tokens / tp / hbm
+
+    # The pipeline: each stage runs its layers and sends activations on
+    # and gradients back (v times with v chunks). The fullest stage
+    # sets the pace; filling and draining add (p - 1)/v of its time.
+    layers = lay["stages"]
+    send = 0.0
+    if pp > 1:
+        size = 2 * tokens * h / (tp if sp else 1)
+        hop = link(tp * cp * dp, pp)
+        send = 2 * v * (fit.hop_latency_us * 1e-6 + size / (hop * 1e9))
+    stage = [n * (forward + backward) + send for n in layers]
+    stage[-1] += 3 * head
+    slowest = max(stage)
+    work = micro * slowest
+    bubble = (pp - 1) / v * slowest
+    unhidden = micro * gather  # the first layer's gather, each time
+
+    # Data parallelism: the gradients of the fullest stage, reduced
+    # while its last micro-batch runs backward, except the last bucket,
+    # which holds the embedding's gradient.
+    embedding = vocab * h / tp
+    params = max(layers) * shape["params"] / tp + embedding
+    if pp == 1 and not m["tied_embeddings"]:
+        params += embedding  # the output layer, apart
+    grads = 2 * params
+    window = max(layers) * backward
+    last = min(1.0, max(BUCKET_BYTES, 2 * embedding) / grads)
+    ranks = dp * cp  # the GPUs that hold the same weights
+
+    def reduced(kind, ranks_, over):
+        comm = ring_s(kind, grads, ranks_, over, fit)
+        return comm * last + exposed(comm * (1 - last), window, fit)
+
+    tail = 0.0
+    if zero == 0:
+        tail = reduced("all-reduce", ranks, dp_link)
+    elif zero in (1, 2):
+        if zero == 2 and pp == 1 and micro > 1:
+            # DeepSpeed's ZeRO-2 reduces every micro-batch's gradients,
+            # each behind that micro-batch's backward pass.
+            rs = ring_s("reduce-scatter", grads, ranks, dp_link, fit)
+            tail = micro * exposed(rs, window, fit)
+        else:  # reduced once, after the last micro-batch
+            tail = reduced("reduce-scatter", ranks, dp_link)
+        # and the updated weights gathered after the optimizer step
+        tail += ring_s("all-gather", grads, ranks, dp_link, fit)
+    elif zero == "hsdp":  # each GPU's shard, with its replicas
+        grads /= lay["shard"]
+        tail = reduced("all-reduce", ranks // lay["shard"], dp_link)
+        grads *= lay["shard"]
+    shards = {0: 1, "hsdp": lay["shard"]}.get(zero, ranks)
+    optimizer = OPTIMIZER_BYTES * params / shards / hbm
+
+    tp_cp = micro * max(layers) * (
+        tp_pass * (3 if full else 2) + cp_pass * 3
+    )
+    return {
+        "step_s": {
+            "compute": work - tp_cp,
+            "tensor_context_parallel": tp_cp,
+            "data_parallel": unhidden + tail,
+            "bubble": bubble,
+            "optimizer": optimizer,
+            "total": work + bubble + unhidden + tail + optimizer,
+        },
+        "memory_per_gpu_GB": memory_GB(m, t, lay, shape, stored),
+    }
+
+
+def memory_GB(m, t, lay, shape, stored):
+    """GB on the GPU that needs the most: the first stage holds the
+    most micro-batches in flight, the last also holds the logits."""
+    tp, pp, v, micro = lay["tp"], lay["pp"], lay["chunks"], lay["microbatches"]
+    h, vocab, sp = m["hidden"], m["vocab"], lay["sequence_parallel"]
+    tokens = t["micro_batch"] * m["seq_len"] / lay["cp"]
+    embedding = vocab * h / tp
+    full = lay["recompute"] == "full"
+    keep = 2 * tokens * h / (tp if sp else 1) if full else stored
+    if lay["schedule"] == "gpipe":
+        flight = [micro] * pp
+    elif v == 1:  # 1F1B: stage i holds pp - i micro-batches
+        flight = [min(pp - i, micro) for i in range(pp)]
+    else:  # interleaved: more warm-up chunks, v per micro-batch
+        flight = [
+            min(micro * v, 2 * (pp - i - 1) + (v - 1) * pp + 1) / v
+            for i in range(pp)
+        ]
+    ranks = lay["dp"] * lay["cp"]
+    worst = None
+    for i, n in enumerate(lay["stages"]):
+        weights = n * shape["params"] / tp
+        if i == 0:
+            weights += embedding
+        if i == pp - 1 and not (pp == 1 and m["tied_embeddings"]):
+            weights += embedding  # the output layer
+        gb = state_bytes(weights, lay["zero"], ranks, lay["shard"], pp)
+        acts = flight[i] * n * keep
+        if full:  # the layer being recomputed holds it all
+            acts += stored
+        if i == pp - 1:
+            acts += LOGIT_BYTES * vocab * tokens / tp
+        gb["activations"] = acts
+        if lay["zero"] in (3, "hsdp"):
+            # FSDP's working set: this layer's weights and the next
+            # one's, gathered, and this layer's unsharded gradients.
+            gb["gathered"] = 3 * 2 * max(shape["params"] / tp, embedding)
+        gb = {k: x / 1e9 for k, x in gb.items()}
+        if worst is None or sum(gb.values()) > sum(worst.values()):
+            worst = gb
+    worst["reserve"] = t["reserve_GB"]
+    worst["total"] = sum(worst.values())
+    return worst
+
+
+def state_bytes(weights, zero, ranks, shard, pp):
+    """Bytes of bf16 weights and gradients and fp32 Adam state for
+    `weights` parameters on a GPU, as each ZeRO stage splits them over
+    `ranks` (HSDP over `shard`)."""
+    over = {"param": 1, "grad": 1, "optim": 1}
+    if zero in (1, 2, 3):
+        over["optim"] = ranks
+    if zero == 3 or (zero == 2 and pp == 1):
+        over["grad"] = ranks
+    # With a pipeline, ZeRO-2 keeps whole gradients until the last
+    # micro-batch (FSDP2 without sync); DeepSpeed refuses the pair.
+    if zero == 3:
+        over["param"] = ranks
+    if zero == "hsdp":
+        over = dict.fromkeys(over, shard)
+    return {
+        "parameters": 2 * weights / over["param"],
+        "gradients": 2 * weights / over["grad"],
+        "optimizer": 12 * weights / over["optim"],
+    }
+
+
+# --8<-- [end:model]
