@@ -11,14 +11,20 @@ so that the search can call it thousands of times.
 # --8<-- [start:parameters]
 from dataclasses import dataclass
 
+from snippets.planner.runs import LINKS
+
 
 @dataclass(frozen=True)
 class Fit:
     """The cost model's free parameters, each a physical quantity."""
 
-    # Share of the GPU's peak dense 16-bit FLOP/s that the matrix
-    # multiplies of a transformer layer sustain.
-    gemm_share: float
+    # Share of the peak dense FLOP/s that the matrix multiplies of a
+    # layer's weights sustain, on each kind of GPU the table measured.
+    a100_gemm_share: float
+    h100_gemm_share: float
+    # Share of the 16-bit peak that attention's own products, QK^T and
+    # AV with their head-sized inner dimension, sustain.
+    attention_share: float
     # Bytes the element-wise kernels (norms, activation functions,
     # softmax, dropout) move through HBM per byte of activations the
     # layer stores for its backward pass.
@@ -26,18 +32,31 @@ class Fit:
     # Share of each GPU's own network bandwidth (its node's NICs over
     # its GPUs) that a collective crossing nodes reaches.
     network_share: float
-    # Latency of one step of a ring, one hop, in microseconds.
-    hop_latency_us: float
     # Share of the communication that a schedule lets run beside
     # compute which it really hides: kernels that overlap slow each
     # other down.
     overlap: float
 
 
-# Share of NVLink's line rate a ring collective inside a node reaches:
-# NCCL's ring all-reduce measures about 370 GB/s of bus bandwidth on
-# an H100's 450 GB/s (nccl-tests issue 212). Measured, not fitted.
-NVLINK_SHARE = 370 / 450
+# Share of NVLink's line rate a ring collective inside a node reaches,
+# as nccl-tests measures it (snippets/planner/runs.py LINKS): 230 of
+# 300 GB/s on an A100 node, 370 of 450 on an H100 node's ring.
+# Measured, not fitted.
+NVLINK_SHARE = {
+    gpu: link.low_GBps / link.line_GBps
+    for gpu, label in (
+        ("a100-80gb", "a100-nvlink-allreduce"),
+        ("h100-80gb", "h100-nvlink-ring"),
+    )
+    for link in LINKS
+    if link.label == label
+}
+# Latency of one step of a ring, in microseconds, inside a node (over
+# NVLink) and from node to node: NCCL's own tuning model
+# (src/graph/tuning.cc, hwLat, ring, Simple protocol). The measured
+# runs move messages too large to tell these apart from zero.
+NVLINK_HOP_US = 3.4
+NETWORK_HOP_US = 9.6
 # HBM bytes per parameter of the Adam step: it reads the fp32 master
 # weight, momentum, variance and gradient and writes the first three
 # and the bf16 weight.
@@ -53,11 +72,12 @@ BUCKET_BYTES = 25 * 2**20
 # The fit's result on the measured runs (snippets/planner/fit.py); a
 # test checks that these are what the fit returns.
 FIT = Fit(
-    gemm_share=0.7881,
-    hbm_passes=2.797,
-    network_share=0.919,
-    hop_latency_us=30.86,
-    overlap=0.4602,
+    a100_gemm_share=0.733,
+    h100_gemm_share=0.491,
+    attention_share=0.203,
+    hbm_passes=1.7,
+    network_share=0.78,
+    overlap=0.664,
 )
 
 
@@ -101,17 +121,21 @@ def stage_layers(layers, stages, embedding_slots):
     return counts
 
 
-def ring_s(kind, size, ranks, GBps, fit):
+def ring_s(kind, size, ranks, link, fit):
     """Seconds of a ring collective over `size` bytes (the whole
-    buffer) on `ranks` GPUs at `GBps` per GPU: n - 1 steps, each a
-    hop's latency, in which a rank sends (n - 1)/n of the buffer;
-    twice that for an all-reduce (a reduce-scatter, then an
-    all-gather)."""
+    buffer) on `ranks` GPUs of `link` = (GB/s per GPU, nodes it
+    spans): n - 1 steps, in each of which a rank sends 1/n of the
+    buffer; twice that for an all-reduce (a reduce-scatter, then an
+    all-gather). As in NCCL's tuning model, the steps that cross from
+    node to node pay the network's latency, the others NVLink's."""
     if ranks == 1:
         return 0.0
+    GBps, nodes = link
     rounds = 2 if kind == "all-reduce" else 1
-    latency = rounds * (ranks - 1) * fit.hop_latency_us * 1e-6
-    return latency + rounds * (ranks - 1) / ranks * size / (GBps * 1e9)
+    across = rounds * (nodes - 1)
+    inside = rounds * (ranks - 1) - across
+    latency = across * NETWORK_HOP_US + inside * NVLINK_HOP_US
+    return latency * 1e-6 + rounds * (ranks - 1) / ranks * size / (GBps * 1e9)
 
 
 def exposed(comm, window, fit):
@@ -123,6 +147,23 @@ def exposed(comm, window, fit):
 def estimate(m, c, t, lay, fit=FIT):
     """Seconds per step, by part, and GB per GPU of one layout."""
     shape = layer_shape(m)
+    return {
+        "step_s": step_seconds(m, c, t, lay, fit, shape),
+        "memory_per_gpu_GB": memory_GB(m, t, lay, shape),
+    }
+
+
+def stored_bytes(m, t, lay, shape):
+    """Bytes one layer keeps for one micro-batch, nothing recomputed."""
+    h, s = m["hidden"], m["seq_len"]
+    scores = 0 if t["flash_attention"] else shape["scores"] * s
+    stored = shape["replicated"] / (lay["tp"] if lay["sequence_parallel"] else 1)
+    stored += (shape["split"] + scores) / lay["tp"]
+    return stored * t["micro_batch"] * s / lay["cp"] * h
+
+
+def step_seconds(m, c, t, lay, fit, shape):
+    """Seconds of one step, by part."""
     h, s, vocab = m["hidden"], m["seq_len"], m["vocab"]
     tp, pp, cp, v = lay["tp"], lay["pp"], lay["cp"], lay["chunks"]
     dp, zero, micro = lay["dp"], lay["zero"], lay["microbatches"]
@@ -132,25 +173,28 @@ def estimate(m, c, t, lay, fit=FIT):
 
     # Links. Inside a node, NVLink; across nodes, each GPU's share of
     # its node's NICs. The GPUs of a group sit `inner` apart (the
-    # degrees inside it, in the order tp, cp, dp, pp), so the group
-    # spans nodes once inner x size exceeds a node.
-    nvlink = c["nvlink_GBps"] * NVLINK_SHARE
+    # degrees inside it, in the order tp, cp, dp, pp): a node holds
+    # g / inner of them, and the group spans size / that many nodes.
+    nvlink = c["nvlink_GBps"] * NVLINK_SHARE[c["gpu"]]
     network = c["nics_per_node"] * c["nic_GBps"] / g * fit.network_share
 
     def link(inner, size):
-        return nvlink if inner * size <= g else min(nvlink, network)
+        nodes = -(-size // max(1, min(size, g // inner)))
+        return (nvlink if nodes == 1 else min(nvlink, network), nodes)
 
-    # One layer, one micro-batch, forward: the matrix multiplies at
-    # the sustained share of the peak, and QK^T and AV, 4 s h FLOPs per
-    # query (a causal flash kernel skips the masked half, a plain one
-    # computes all of it); the element-wise kernels at HBM speed.
-    flops = 2 * shape["weights"] * tokens / tp
-    flops += 4 * s * h * tokens / tp * (0.5 if t["flash_attention"] else 1)
-    scores = 0 if t["flash_attention"] else shape["scores"] * s
-    stored = shape["replicated"] / (tp if sp else 1)
-    stored = (stored + (shape["split"] + scores) / tp) * tokens * h
-    peak = c["peak_TFLOPs"] * 1e12 * fit.gemm_share
-    compute = flops / peak + fit.hbm_passes * stored / hbm
+    # One layer, one micro-batch, forward: the weights' matrix
+    # multiplies (FP8 ones at twice the 16-bit rate), attention's QK^T
+    # and AV, 4 s h FLOPs per query (a causal flash kernel skips the
+    # masked half, a plain one computes all of it), and the
+    # element-wise kernels at HBM speed.
+    flash = t["flash_attention"]
+    peak = c["peak_TFLOPs"] * 1e12
+    share = fit.h100_gemm_share if c["gpu"] == "h100-80gb" else fit.a100_gemm_share
+    rate = peak * share * (2 if t["precision"] == "fp8" else 1)
+    matmuls = 2 * shape["weights"] * tokens / tp / rate
+    attention = 4 * s * h * tokens / tp * (0.5 if flash else 1)
+    attention /= peak * fit.attention_share
+    elementwise = fit.hbm_passes * stored_bytes(m, t, lay, shape) / hbm
     # Tensor parallelism, per pass: two all-reduces of the b x s x h
     # output (with sequence parallelism, two all-gathers and two
     # reduce-scatters: the same bytes and hops); not overlapped.
@@ -159,10 +203,13 @@ def estimate(m, c, t, lay, fit=FIT):
     # (the backward pass also reduce-scatters their gradients).
     kv = 2 * 2 * tokens * cp * m["kv_heads"] * (h // m["heads"]) / tp
     cp_pass = ring_s("all-gather", kv, cp, link(tp, cp), fit)
+    compute = matmuls + attention + elementwise
     forward = compute + tp_pass + cp_pass
-    # Backward: twice the forward's work; full recomputation runs the
-    # forward again, all-reduces included.
-    backward = 2 * compute + tp_pass + 2 * cp_pass
+    # Backward: twice the forward's work, but a flash kernel computes
+    # the scores again (five products to the forward's two); full
+    # recomputation runs the forward again, all-reduces included.
+    backward = 2 * compute + (0.5 * attention if flash else 0)
+    backward += tp_pass + 2 * cp_pass
     if full:
         backward += forward
 
@@ -173,14 +220,14 @@ def estimate(m, c, t, lay, fit=FIT):
     gather = reduce = 0.0
     if zero in (3, "hsdp"):
         weights = 2 * shape["params"] / tp  # bf16 bytes of one layer
-        over = nvlink if zero == "hsdp" else dp_link
+        over = (nvlink, 1) if zero == "hsdp" else dp_link
         gather = ring_s("all-gather", weights, lay["shard"], over, fit)
         reduce = ring_s("reduce-scatter", weights, lay["shard"], over, fit)
     forward += exposed(gather, forward, fit)
     backward += exposed(gather + reduce, backward, fit)
 
     # The output layer and the loss, on the last stage.
-    head = 2 * h * vocab * tokens / tp / peak
+    head = 2 * h * vocab * tokens / tp / (peak * share)
     head += fit.hbm_passes * LOGIT_BYTES * vocab * tokens / tp / hbm
 
     # The pipeline: each stage runs its layers and sends activations on
@@ -190,8 +237,9 @@ def estimate(m, c, t, lay, fit=FIT):
     send = 0.0
     if pp > 1:
         size = 2 * tokens * h / (tp if sp else 1)
-        hop = link(tp * cp * dp, pp)
-        send = 2 * v * (fit.hop_latency_us * 1e-6 + size / (hop * 1e9))
+        GBps, nodes = link(tp * cp * dp, pp)
+        latency = NETWORK_HOP_US if nodes > 1 else NVLINK_HOP_US
+        send = 2 * v * (latency * 1e-6 + size / (GBps * 1e9))
     stage = [n * (forward + backward) + send for n in layers]
     stage[-1] += 3 * head
     slowest = max(stage)
@@ -239,19 +287,16 @@ def estimate(m, c, t, lay, fit=FIT):
         tp_pass * (3 if full else 2) + cp_pass * 3
     )
     return {
-        "step_s": {
-            "compute": work - tp_cp,
-            "tensor_context_parallel": tp_cp,
-            "data_parallel": unhidden + tail,
-            "bubble": bubble,
-            "optimizer": optimizer,
-            "total": work + bubble + unhidden + tail + optimizer,
-        },
-        "memory_per_gpu_GB": memory_GB(m, t, lay, shape, stored),
+        "compute": work - tp_cp,
+        "tensor_context_parallel": tp_cp,
+        "data_parallel": unhidden + tail,
+        "bubble": bubble,
+        "optimizer": optimizer,
+        "total": work + bubble + unhidden + tail + optimizer,
     }
 
 
-def memory_GB(m, t, lay, shape, stored):
+def memory_GB(m, t, lay, shape):
     """GB on the GPU that needs the most: the first stage holds the
     most micro-batches in flight, the last also holds the logits."""
     tp, pp, v, micro = lay["tp"], lay["pp"], lay["chunks"], lay["microbatches"]
@@ -259,6 +304,7 @@ def memory_GB(m, t, lay, shape, stored):
     tokens = t["micro_batch"] * m["seq_len"] / lay["cp"]
     embedding = vocab * h / tp
     full = lay["recompute"] == "full"
+    stored = stored_bytes(m, t, lay, shape)
     keep = 2 * tokens * h / (tp if sp else 1) if full else stored
     if lay["schedule"] == "gpipe":
         flight = [micro] * pp
@@ -284,9 +330,10 @@ def memory_GB(m, t, lay, shape, stored):
         if i == pp - 1:
             acts += LOGIT_BYTES * vocab * tokens / tp
         gb["activations"] = acts
+        # FSDP's working set: this layer's weights and the next one's,
+        # gathered, and this layer's unsharded gradients.
+        gb["gathered"] = 0.0
         if lay["zero"] in (3, "hsdp"):
-            # FSDP's working set: this layer's weights and the next
-            # one's, gathered, and this layer's unsharded gradients.
             gb["gathered"] = 3 * 2 * max(shape["params"] / tp, embedding)
         gb = {k: x / 1e9 for k, x in gb.items()}
         if worst is None or sum(gb.values()) > sum(worst.values()):

@@ -3,13 +3,18 @@ over every layout the cluster allows."""
 
 # --8<-- [start:model]
 from snippets.checks import choice, count, flag
-from snippets.planner.cost import FIT, Fit, estimate, stage_layers
+from snippets.planner.cost import (
+    FIT,
+    Fit,
+    estimate,
+    layer_shape,
+    stage_layers,
+)
 from snippets.planner.model import (
     as_dict,
     check_cluster,
     check_model,
     check_training,
-    parameter_count,
 )
 
 ZERO = (0, 1, 2, 3, "hsdp")
@@ -140,16 +145,14 @@ def microbatches(model, training, dp):
 
 
 def model_flops_per_token(model):
-    """Useful FLOPs per token, forward and backward: 6 per weight in
-    the layers' matrices and the output layer, and the attention
-    scores, 6 s h per layer for a causal model (half of QK^T and AV,
-    PaLM's 12 L H Q T). Recomputation is not useful work."""
+    """Useful FLOPs per token, forward and backward, as PaLM counts
+    them (6 N + 12 L h s): 6 per weight of every matrix a token goes
+    through, the output layer once, and attention's two s x s products
+    whole. Recomputation is not useful work."""
     m = check_model(model)
-    weights = parameter_count(m) - m["vocab"] * m["hidden"]
-    if m["tied_embeddings"]:  # the one matrix is also the output layer
-        weights += m["vocab"] * m["hidden"]
-    weights -= (2 * m["layers"] + 1) * m["hidden"]  # norms
-    return 6 * weights + 6 * m["layers"] * m["seq_len"] * m["hidden"]
+    weights = m["layers"] * layer_shape(m)["weights"]
+    weights += m["vocab"] * m["hidden"]
+    return 6 * weights + 12 * m["layers"] * m["hidden"] * m["seq_len"]
 
 
 def evaluate_layout(model, cluster, training, layout, fit=FIT):
@@ -162,26 +165,21 @@ def evaluate_layout(model, cluster, training, layout, fit=FIT):
     return _result(m, c, t, lay, fit)
 
 
-def _result(m, c, t, lay, fit):
+def _result(m, c, t, lay, fit, flops=None):
     r = estimate(m, c, t, lay, fit)
     gpus = c["gpus_per_node"] * c["nodes"]
-    step = r["step_s"]["total"]
-    tokens = t["global_batch_tokens"] / step
-    public = {k: lay[k] for k in (*LAYOUT_KEYS, *LAYOUT_DEFAULTS)}
+    tokens = t["global_batch_tokens"] / r["step_s"]["total"]
+    flops = flops or model_flops_per_token(m)
     return {
-        "layout": public,
+        "layout": {k: lay[k] for k in (*LAYOUT_KEYS, *LAYOUT_DEFAULTS)},
         "microbatches": lay["microbatches"],
         "stages": lay["stages"],
         **r,
         "fits": r["memory_per_gpu_GB"]["total"] <= c["gpu_memory_GB"],
         "tokens_per_s": tokens,
         "tokens_per_s_per_gpu": tokens / gpus,
-        "mfu": tokens * _flops(m) / (gpus * c["peak_TFLOPs"] * 1e12),
+        "mfu": tokens * flops / (gpus * c["peak_TFLOPs"] * 1e12),
     }
-
-
-def _flops(m):
-    return model_flops_per_token(m)
 
 
 # --8<-- [end:model]
@@ -229,12 +227,29 @@ def context_sizes(seq_len):
     return sizes
 
 
-def candidate_layouts(model, cluster, training):
+def check_only(only):
+    """`only`, the layout fields a search keeps fixed, as a dict."""
+    only = {} if only is None else only
+    if not isinstance(only, dict):
+        raise TypeError(f"only must be a dict, got {type(only).__name__}")
+    known = (*LAYOUT_KEYS, *LAYOUT_DEFAULTS)
+    unknown = sorted(set(only) - set(known))
+    if unknown:
+        raise ValueError(
+            f"only has unknown keys {', '.join(unknown)}; it accepts "
+            f"{', '.join(known)}"
+        )
+    return only
+
+
+def candidate_layouts(model, cluster, training, only=None):
     """Every layout the checks accept: tp inside a node, cp for long
     sequences, pp with even or Llama-style stages and each schedule,
-    dp the rest, each ZeRO stage and recomputation."""
+    dp the rest, each ZeRO stage and recomputation; with `only`, those
+    whose fields have the values it gives."""
     m, c = check_model(model), check_cluster(cluster)
     t = check_training(training)
+    only = check_only(only)
     g = c["gpus_per_node"]
     gpus = g * c["nodes"]
     recomputes = ["none", "full"]
@@ -258,24 +273,25 @@ def candidate_layouts(model, cluster, training):
                         counts[0] += 1
                         counts[-1] += 1
                     for schedule, chunks in schedules(counts, pp, micro):
-                        yield from _stages(
-                            m, c, t, recomputes,
-                            dict(
-                                dp=dp, tp=tp, pp=pp, cp=cp,
-                                embedding_slots=slots,
-                                schedule=schedule, chunks=chunks,
-                            ),
+                        base = dict(
+                            dp=dp, tp=tp, pp=pp, cp=cp,
+                            embedding_slots=slots,
+                            schedule=schedule, chunks=chunks,
+                            sequence_parallel=only.get("sequence_parallel"),
                         )
+                        for lay in _stages(m, c, t, recomputes, base, only):
+                            if all(lay[k] == v for k, v in only.items()):
+                                yield lay
 
 
-def _stages(m, c, t, recomputes, base):
+def _stages(m, c, t, recomputes, base, only):
     """The base layout with each ZeRO stage and recomputation."""
-    for zero in ZERO:
+    for zero in [only["zero"]] if "zero" in only else ZERO:
         if zero != 0 and base["dp"] * base["cp"] == 1:
             continue
-        if zero == 2 and base["pp"] > 1:
+        if zero == 2 and base["pp"] > 1 and "zero" not in only:
             continue  # it keeps whole gradients there: ZeRO-1
-        for recompute in recomputes:
+        for recompute in [only.get("recompute")] if "recompute" in only else recomputes:
             layout = dict(base, zero=zero, recompute=recompute)
             try:
                 yield check_layout(layout, m, c, t)
@@ -312,14 +328,16 @@ def rank(results):
     )
 
 
-def plan_layouts(model, cluster, training, fit=FIT):
-    """Every layout, ranked: those that fit first, fastest first; then
-    the rest, smallest memory first. `answer` says what to do."""
+def plan_layouts(model, cluster, training, fit=FIT, only=None):
+    """Every layout (with `only`, those whose fields it fixes), ranked:
+    those that fit first, fastest first; then the rest, smallest
+    memory first. `answer` says what to do."""
     m, c = check_model(model), check_cluster(cluster)
     t = check_training(training)
+    flops = model_flops_per_token(m)
     results = rank(
-        _result(m, c, t, lay, fit)
-        for lay in candidate_layouts(m, c, t)
+        _result(m, c, t, lay, fit, flops)
+        for lay in candidate_layouts(m, c, t, only)
     )
     if not results:
         raise ValueError(

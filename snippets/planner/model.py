@@ -15,13 +15,22 @@ MODEL_KEYS += ("seq_len",)
 # embeddings. GPT keeps dropout (1-byte masks among its activations);
 # Llama has none.
 MODEL_DEFAULTS = {"gated": True, "tied_embeddings": False, "dropout": False}
-CLUSTER_KEYS = ("gpus_per_node", "nodes", "gpu_memory_GB", "peak_TFLOPs")
+# gpu: the preset (GPUS below) whose fitted GEMM share applies.
+CLUSTER_KEYS = ("gpu", "gpus_per_node", "nodes", "gpu_memory_GB")
+CLUSTER_KEYS += ("peak_TFLOPs",)
 CLUSTER_KEYS += ("hbm_GBps", "nvlink_GBps", "nics_per_node", "nic_GBps")
 TRAINING_KEYS = ("global_batch_tokens", "micro_batch")
 # reserve_GB: memory on each GPU that training cannot use: the CUDA
 # context and kernels (about 0.5 GB), NCCL's buffers (about 1 GB over
 # several communicators) and the allocator's fragmentation.
-TRAINING_DEFAULTS = {"flash_attention": True, "reserve_GB": 4.0}
+# precision: "bf16" (or "fp16", as fast); "fp8" runs the layers' matrix
+# multiplies in FP8 (Hopper's tensor cores: twice the 16-bit rate).
+PRECISIONS = ("bf16", "fp16", "fp8")
+TRAINING_DEFAULTS = {
+    "flash_attention": True,
+    "reserve_GB": 4.0,
+    "precision": "bf16",
+}
 
 
 def as_dict(name, value, keys, defaults=()):
@@ -67,7 +76,8 @@ def check_model(model):
 
 def check_cluster(cluster):
     c = as_dict("cluster", cluster, CLUSTER_KEYS)
-    for key in CLUSTER_KEYS:
+    choice("cluster.gpu", c["gpu"], list(GPUS))
+    for key in CLUSTER_KEYS[1:]:
         if key in ("gpus_per_node", "nodes", "nics_per_node"):
             count(f"cluster.{key}", c[key])
         else:
@@ -81,6 +91,7 @@ def check_training(training):
     count("training.micro_batch", t["micro_batch"])
     flag("training.flash_attention", t["flash_attention"])
     number("training.reserve_GB", t["reserve_GB"], allow_minimum=True)
+    choice("training.precision", t["precision"], PRECISIONS)
     return t
 
 
@@ -243,15 +254,6 @@ GPUS = {
         nics_per_node=8,
         nic_GBps=50,  # NDR
     ),
-    "v100-32gb": dict(  # DGX-2: 16 GPUs on NVSwitch, 8 EDR NICs
-        gpus_per_node=16,
-        gpu_memory_GB=32,  # nominal
-        peak_TFLOPs=125,
-        hbm_GBps=900,
-        nvlink_GBps=150,
-        nics_per_node=8,
-        nic_GBps=12.5,
-    ),
 }
 
 
@@ -262,7 +264,7 @@ def cluster(gpu, nodes, **values):
     choice("gpu", gpu, list(GPUS))
     count("nodes", nodes)
     given = {k: v for k, v in values.items() if v is not None}
-    return check_cluster({**GPUS[gpu], "nodes": nodes, **given})
+    return check_cluster({"gpu": gpu, **GPUS[gpu], "nodes": nodes, **given})
 
 
 # --8<-- [end:presets]

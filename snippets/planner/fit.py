@@ -1,0 +1,180 @@
+"""The cost model's parameters, fitted to the measured runs of
+snippets/planner/runs.py: every other row (in the table's order) is
+fitted, the rows between are held out to test the result.
+
+The fit is a compass search, written out: from a stated start, try
+each parameter a step up and a step down, keep the first move that
+lowers the error, and halve every step when none does. It stops when
+the steps are a thousandth of each parameter's range. The error is the
+mean of the squared logarithms of predicted over measured tokens per
+second per GPU, so a row predicted twice too fast costs as much as one
+predicted twice too slow. Nothing is random: the same table always
+gives the same parameters.
+"""
+
+# --8<-- [start:job]
+import math
+from dataclasses import asdict, fields
+
+from snippets.planner import runs
+from snippets.planner.cost import FIT, Fit, layer_shape, step_seconds
+from snippets.planner.layouts import check_layout, evaluate_layout
+from snippets.planner.model import (
+    GPUS,
+    check_cluster,
+    check_model,
+    check_training,
+    cluster,
+)
+
+PRECISION = {"fp8-linear": "fp8"}  # Float8 matmuls; fp16 runs as bf16
+
+
+def job(run):
+    """The planner's model, cluster, training and layouts for a run:
+    one layout, or one per chunk count where the run's sources do not
+    give it (the run counts as the fastest of them)."""
+    model = runs.planner_model(run)
+    # GPT-style models train with dropout (1-byte masks); Llama has none.
+    model["dropout"] = not run.gated
+    card = GPUS[run.gpu]["gpu_memory_GB"] * run.gpu_memory_GB / 80
+    network = {}
+    if run.nics_per_node is not None:
+        network = dict(
+            nics_per_node=run.nics_per_node, nic_GBps=run.nic_Gbps / 8
+        )
+    nodes = cluster(
+        run.gpu,
+        run.nodes,
+        gpus_per_node=run.gpus_per_node,
+        gpu_memory_GB=round(card, 1),
+        **network,
+    )
+    training = dict(
+        global_batch_tokens=run.global_batch_tokens,
+        micro_batch=run.micro_batch or 1,  # not published: the smallest
+        flash_attention=run.flash_attention is not False,
+        precision=PRECISION.get(run.precision, run.precision),
+    )
+    # torchtitan's per-op selective policy recomputes only cheap ops
+    # next to flash attention: the planner counts it as none.
+    recompute = run.recompute
+    if recompute == "selective" and training["flash_attention"]:
+        recompute = "none"
+    layout = dict(
+        dp=run.dp,
+        tp=run.tp,
+        pp=run.pp,
+        cp=run.cp,
+        zero=run.zero,
+        recompute=recompute,
+        sequence_parallel=run.sequence_parallel,
+        embedding_slots=run.embedding_slots,
+        schedule="1f1b" if run.schedule == "none" else run.schedule,
+        chunks=run.chunks or 1,
+    )
+    layouts = [layout]
+    if run.chunks is None:
+        layouts = []
+        for chunks in (2, 4, 8):
+            try:
+                check_layout({**layout, "chunks": chunks}, model, nodes)
+            except ValueError:
+                continue
+            layouts.append({**layout, "chunks": chunks})
+    return model, nodes, training, layouts
+
+
+def predict(run, fit=FIT):
+    """The planner's evaluate_layout for the run (the fastest of its
+    layouts, when the chunk count is not published)."""
+    model, nodes, training, layouts = job(run)
+    return max(
+        (evaluate_layout(model, nodes, training, lay, fit) for lay in layouts),
+        key=lambda r: r["tokens_per_s"],
+    )
+
+
+# --8<-- [end:job]
+
+# --8<-- [start:fit]
+FITTED = runs.RUNS[0::2]
+HELD_OUT = runs.RUNS[1::2]
+# Where the search starts, and the range each parameter may take.
+START = Fit(
+    a100_gemm_share=0.7,
+    h100_gemm_share=0.7,
+    attention_share=0.4,
+    hbm_passes=4.0,
+    network_share=0.8,
+    overlap=0.5,
+)
+BOUNDS = dict(
+    a100_gemm_share=(0.3, 1.0),
+    h100_gemm_share=(0.3, 1.0),
+    attention_share=(0.05, 1.0),
+    hbm_passes=(0.0, 20.0),
+    network_share=(0.05, 1.0),
+    overlap=(0.0, 1.0),
+)
+
+
+def _prepared(rows):
+    """Each row's checked inputs, measured tokens/s per GPU and GPUs:
+    checked once, so that the search only does arithmetic."""
+    out = []
+    for run in rows:
+        model, nodes, training, layouts = job(run)
+        m, c = check_model(model), check_cluster(nodes)
+        t = check_training(training)
+        lays = [check_layout(lay, m, c, t) for lay in layouts]
+        measured = runs.tokens_per_s_per_gpu(run)
+        out.append((m, c, t, lays, layer_shape(m), measured, run.gpus))
+    return out
+
+
+def error(fit, prepared):
+    """Mean squared log of predicted over measured tokens/s per GPU."""
+    total = 0.0
+    for m, c, t, lays, shape, measured, gpus in prepared:
+        step = min(
+            step_seconds(m, c, t, lay, fit, shape)["total"] for lay in lays
+        )
+        predicted = t["global_batch_tokens"] / step / gpus
+        total += math.log(predicted / measured) ** 2
+    return total / len(prepared)
+
+
+def fit(rows=FITTED, start=START):
+    """(parameters, error, evaluations): the compass search's result."""
+    prepared = _prepared(rows)
+    x = asdict(start)
+    step = {k: (hi - lo) / 4 for k, (lo, hi) in BOUNDS.items()}
+    best, evaluations = error(start, prepared), 1
+    while any(step[k] > (hi - lo) / 1000 for k, (lo, hi) in BOUNDS.items()):
+        moved = False
+        for key, (lo, hi) in BOUNDS.items():
+            for sign in (1, -1):
+                y = {**x, key: min(hi, max(lo, x[key] + sign * step[key]))}
+                value = error(Fit(**y), prepared)
+                evaluations += 1
+                if value < best:
+                    best, x, moved = value, y, True
+                    break
+        if not moved:  # take smaller steps
+            step = {k: s / 2 for k, s in step.items()}
+    return Fit(**x), best, evaluations
+
+
+def rounded(parameters, digits=3):
+    """The parameters to `digits` significant figures, as FIT keeps
+    them."""
+    return Fit(
+        **{
+            f.name: float(f"{getattr(parameters, f.name):.{digits}g}")
+            for f in fields(Fit)
+        }
+    )
+
+
+# --8<-- [end:fit]
