@@ -6,10 +6,11 @@ python -m snippets.planner --preset llama3-8b --gpus-per-node 4 --nic-gbps 25
 """
 
 import argparse
+import json
 import sys
 
-from snippets.planner.model import GPUS, MODELS
-from snippets.planner.report import as_text, plan
+from snippets.planner.model import GPUS, MODELS, PRECISIONS
+from snippets.planner.report import plan, text
 
 
 def number(text):
@@ -27,6 +28,7 @@ CLUSTER = (
     ("gpus_per_node", int, "GPUs per node"),
     ("gpu_memory_GB", number, "memory per GPU, GB"),
     ("peak_TFLOPs", number, "peak dense 16-bit TFLOP/s per GPU"),
+    ("hbm_GBps", number, "memory (HBM) bandwidth per GPU, GB/s"),
     ("nvlink_GBps", number, "NVLink bandwidth per GPU, GB/s"),
     ("nics_per_node", int, "network cards per node"),
     ("nic_GBps", number, "bandwidth per network card, GB/s"),
@@ -49,12 +51,23 @@ def parser():
     p.add_argument("--global-batch-tokens", type=int, default=4 * 1024 * 1024)
     p.add_argument("--micro-batch", type=int, default=1)
     p.add_argument(
-        "--efficiency",
-        type=float,
-        default=0.5,
-        help="share of peak FLOP/s sustained while computing",
+        "--reserve-gb",
+        dest="reserve_GB",
+        type=number,
+        default=4.0,
+        help="GB per GPU kept back for the CUDA context, NCCL's buffers "
+        "and fragmentation (default: 4.0)",
+    )
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="bf16",
+        help="fp8: the layers' matrix multiplies in FP8 (default: bf16)",
     )
     p.add_argument("--top", type=int, default=5, help="rows to print")
+    p.add_argument(
+        "--json", action="store_true", help="print the answer as JSON"
+    )
     for key, kind, what in CLUSTER:
         p.add_argument(
             "--" + key.lower().replace("_", "-"),
@@ -73,7 +86,7 @@ def main(argv=None):
         if args.config:
             with open(args.config, encoding="utf-8") as f:
                 config = f.read()
-        parts = plan(
+        result = plan(
             config,
             preset=args.preset,
             seq_len=args.seq_len,
@@ -81,13 +94,14 @@ def main(argv=None):
             nodes=args.nodes,
             global_batch_tokens=args.global_batch_tokens,
             micro_batch=args.micro_batch,
-            efficiency=args.efficiency,
+            reserve_GB=args.reserve_GB,
+            precision=args.precision,
             top=args.top,
             **{key: getattr(args, key) for key, _, _ in CLUSTER},
         )
     except (OSError, TypeError, ValueError) as error:
         p.error(str(error))
-    print(as_text(parts))
+    print(json.dumps(result, indent=1) if args.json else text(result))
     return 0
 
 

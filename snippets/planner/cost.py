@@ -8,7 +8,7 @@ layout checked by snippets/planner/layouts.py; it checks nothing again,
 so that the search can call it thousands of times.
 """
 
-# --8<-- [start:parameters]
+# --8<-- [start:model]
 from dataclasses import dataclass
 
 from snippets.planner.runs import LINKS
@@ -67,21 +67,19 @@ LOGIT_BYTES = 2 + 4
 # DDP's bucket: the last bucket's reduction has no compute left to
 # hide behind.
 BUCKET_BYTES = 25 * 2**20
-# --8<-- [end:parameters]
 
 # The fit's result on the measured runs (snippets/planner/fit.py); a
 # test checks that these are what the fit returns.
 FIT = Fit(
-    a100_gemm_share=0.733,
-    h100_gemm_share=0.491,
+    a100_gemm_share=0.714,
+    h100_gemm_share=0.489,
     attention_share=0.203,
-    hbm_passes=1.7,
-    network_share=0.78,
-    overlap=0.664,
+    hbm_passes=1.54,
+    network_share=0.922,
+    overlap=0.574,
 )
 
 
-# --8<-- [start:model]
 def layer_shape(m):
     """Weights of one layer's matrices, its parameters, and the bytes
     per token its activations keep for the backward pass, in units of
@@ -98,6 +96,10 @@ def layer_shape(m):
     return {
         "weights": weights,
         "params": weights + 2 * h,  # and two norms
+        # two norms, QKV and output projections, the MLP's matrices
+        "modules": 2 + 2 + mlp,
+        # the largest of them: the MLP's matrix or the fused QKV
+        "module": max(h * f, h * (h + 2 * kv)),
         # norm inputs, attention input, MLP input, dropout masks
         "replicated": 2 * 2 + 2 + 2 + 2 * mask,
         # queries, keys and values, attention output, MLP tensors
@@ -204,31 +206,42 @@ def step_seconds(m, c, t, lay, fit, shape):
     kv = 2 * 2 * tokens * cp * m["kv_heads"] * (h // m["heads"]) / tp
     cp_pass = ring_s("all-gather", kv, cp, link(tp, cp), fit)
     compute = matmuls + attention + elementwise
-    forward = compute + tp_pass + cp_pass
     # Backward: twice the forward's work, but a flash kernel computes
     # the scores again (five products to the forward's two); full
     # recomputation runs the forward again, all-reduces included.
     backward = 2 * compute + (0.5 * attention if flash else 0)
-    backward += tp_pass + 2 * cp_pass
+    tp_forward, tp_backward = tp_pass + cp_pass, tp_pass + 2 * cp_pass
     if full:
-        backward += forward
+        backward += compute
+        tp_backward += tp_forward
+    elif lay["recompute"] == "selective" and not flash:
+        # the attention core again: its products and its softmax
+        scores = shape["scores"] * s * tokens * h / tp
+        backward += attention + fit.hbm_passes * scores / hbm
 
     # ZeRO-3 (and HSDP, inside its node): each layer's weights are
     # gathered for its forward and its backward pass, its gradients
-    # reduce-scattered after, while the layer before it computes.
+    # reduce-scattered after, while the layer before it computes; in
+    # one collective each (FSDP2 wraps each layer), or one per module.
     dp_link = link(tp * cp, dp)
     gather = reduce = 0.0
     if zero in (3, "hsdp"):
         weights = 2 * shape["params"] / tp  # bf16 bytes of one layer
         over = (nvlink, 1) if zero == "hsdp" else dp_link
-        gather = ring_s("all-gather", weights, lay["shard"], over, fit)
-        reduce = ring_s("reduce-scatter", weights, lay["shard"], over, fit)
-    forward += exposed(gather, forward, fit)
-    backward += exposed(gather + reduce, backward, fit)
+        n = 1 if t["fsdp_unit"] == "layer" else shape["modules"]
+        gather = n * ring_s("all-gather", weights / n, lay["shard"], over, fit)
+        reduce = n * ring_s(
+            "reduce-scatter", weights / n, lay["shard"], over, fit
+        )
+    sharded = exposed(gather, compute + tp_forward, fit)
+    sharded += exposed(gather + reduce, backward + tp_backward, fit)
+    tp_cp = tp_forward + tp_backward
+    per_layer = compute + backward + tp_cp + sharded
 
     # The output layer and the loss, on the last stage.
     head = 2 * h * vocab * tokens / tp / (peak * share)
     head += fit.hbm_passes * LOGIT_BYTES * vocab * tokens / tp / hbm
+    head *= 3  # forward and backward
 
     # The pipeline: each stage runs its layers and sends activations on
     # and gradients back (v times with v chunks). The fullest stage
@@ -240,12 +253,11 @@ def step_seconds(m, c, t, lay, fit, shape):
         GBps, nodes = link(tp * cp * dp, pp)
         latency = NETWORK_HOP_US if nodes > 1 else NVLINK_HOP_US
         send = 2 * v * (latency * 1e-6 + size / (GBps * 1e9))
-    stage = [n * (forward + backward) + send for n in layers]
-    stage[-1] += 3 * head
-    slowest = max(stage)
-    work = micro * slowest
-    bubble = (pp - 1) / v * slowest
-    unhidden = micro * gather  # the first layer's gather, each time
+    stage = [n * per_layer + send for n in layers]
+    stage[-1] += head
+    slowest = max(range(pp), key=stage.__getitem__)
+    n = layers[slowest]
+    bubble = (pp - 1) / v * stage[slowest]
 
     # Data parallelism: the gradients of the fullest stage, reduced
     # while its last micro-batch runs backward, except the last bucket,
@@ -255,7 +267,7 @@ def step_seconds(m, c, t, lay, fit, shape):
     if pp == 1 and not m["tied_embeddings"]:
         params += embedding  # the output layer, apart
     grads = 2 * params
-    window = max(layers) * backward
+    window = max(layers) * (backward + tp_backward)
     last = min(1.0, max(BUCKET_BYTES, 2 * embedding) / grads)
     ranks = dp * cp  # the GPUs that hold the same weights
 
@@ -283,17 +295,18 @@ def step_seconds(m, c, t, lay, fit, shape):
     shards = {0: 1, "hsdp": lay["shard"]}.get(zero, ranks)
     optimizer = OPTIMIZER_BYTES * params / shards / hbm
 
-    tp_cp = micro * max(layers) * (
-        tp_pass * (3 if full else 2) + cp_pass * 3
-    )
-    return {
-        "compute": work - tp_cp,
-        "tensor_context_parallel": tp_cp,
-        "data_parallel": unhidden + tail,
+    last_head = head if slowest == pp - 1 else 0.0
+    parts = {
+        "compute": micro * (n * (compute + backward) + last_head),
+        "tensor_context_parallel": micro * n * tp_cp,
+        # the first layer's gather, with nothing before it, each time
+        "data_parallel": micro * (n * sharded + gather) + tail,
+        "pipeline_sends": micro * send,
         "bubble": bubble,
         "optimizer": optimizer,
-        "total": work + bubble + unhidden + tail + optimizer,
     }
+    parts["total"] = sum(parts.values())
+    return parts
 
 
 def memory_GB(m, t, lay, shape):
@@ -306,35 +319,41 @@ def memory_GB(m, t, lay, shape):
     full = lay["recompute"] == "full"
     stored = stored_bytes(m, t, lay, shape)
     keep = 2 * tokens * h / (tp if sp else 1) if full else stored
-    if lay["schedule"] == "gpipe":
-        flight = [micro] * pp
-    elif v == 1:  # 1F1B: stage i holds pp - i micro-batches
-        flight = [min(pp - i, micro) for i in range(pp)]
-    else:  # interleaved: more warm-up chunks, v per micro-batch
-        flight = [
-            min(micro * v, 2 * (pp - i - 1) + (v - 1) * pp + 1) / v
-            for i in range(pp)
-        ]
+
+    def in_flight(i):
+        """Micro-batches whose activations stage i holds at its peak."""
+        if lay["schedule"] == "gpipe":
+            return micro
+        if v == 1:  # 1F1B: stage i holds pp - i micro-batches
+            return min(pp - i, micro)
+        # interleaved: more warm-up, counted in chunks of 1/v
+        return min(micro * v, 2 * (pp - i - 1) + (v - 1) * pp + 1) / v
+
     ranks = lay["dp"] * lay["cp"]
     worst = None
-    for i, n in enumerate(lay["stages"]):
+    # In-flight micro-batches fall from stage to stage, so the GPU that
+    # needs the most is the first, the last or the first of the fullest.
+    stages = lay["stages"]
+    for i in sorted({0, pp - 1, stages.index(max(stages))}):
+        n = stages[i]
         weights = n * shape["params"] / tp
         if i == 0:
             weights += embedding
         if i == pp - 1 and not (pp == 1 and m["tied_embeddings"]):
             weights += embedding  # the output layer
         gb = state_bytes(weights, lay["zero"], ranks, lay["shard"], pp)
-        acts = flight[i] * n * keep
+        acts = in_flight(i) * n * keep
         if full:  # the layer being recomputed holds it all
             acts += stored
         if i == pp - 1:
             acts += LOGIT_BYTES * vocab * tokens / tp
         gb["activations"] = acts
-        # FSDP's working set: this layer's weights and the next one's,
-        # gathered, and this layer's unsharded gradients.
+        # FSDP's working set: this unit's weights and the next one's,
+        # gathered, and this unit's unsharded gradients.
         gb["gathered"] = 0.0
         if lay["zero"] in (3, "hsdp"):
-            gb["gathered"] = 3 * 2 * max(shape["params"] / tp, embedding)
+            unit = shape["params" if t["fsdp_unit"] == "layer" else "module"]
+            gb["gathered"] = 3 * 2 * max(unit / tp, embedding)
         gb = {k: x / 1e9 for k, x in gb.items()}
         if worst is None or sum(gb.values()) > sum(worst.values()):
             worst = gb

@@ -55,6 +55,8 @@ def job(run):
         micro_batch=run.micro_batch or 1,  # not published: the smallest
         flash_attention=run.flash_attention is not False,
         precision=PRECISION.get(run.precision, run.precision),
+        # DeepSpeed's ZeRO-3 gathers module by module, FSDP by layer.
+        fsdp_unit="module" if run.framework.startswith("DeepSpeed") else "layer",
     )
     # torchtitan's per-op selective policy recomputes only cheap ops
     # next to flash attention: the planner counts it as none.

@@ -186,6 +186,9 @@ def _result(m, c, t, lay, fit, flops=None):
 
 
 # --8<-- [start:search]
+from snippets.planner.cost import FIT, stage_layers  # noqa: E402
+
+
 def divisors(n):
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -197,7 +200,8 @@ def splits(layers, pp):
     if pp == 1:
         return [False]
     ways = [False] if layers % pp == 0 else []
-    if 2 <= pp <= layers // 2 and (layers % pp or (layers + 2) % pp == 0):
+    balanced = (layers + 2) % pp == 0 and pp > 2  # and not the same
+    if 2 <= pp <= layers // 2 and (layers % pp or balanced):
         ways.append(True)
     return ways
 

@@ -26,10 +26,15 @@ TRAINING_KEYS = ("global_batch_tokens", "micro_batch")
 # precision: "bf16" (or "fp16", as fast); "fp8" runs the layers' matrix
 # multiplies in FP8 (Hopper's tensor cores: twice the 16-bit rate).
 PRECISIONS = ("bf16", "fp16", "fp8")
+# fsdp_unit: what ZeRO-3 gathers in one collective: a whole layer
+# (FSDP2's fully_shard on each block) or each module, as DeepSpeed's
+# ZeRO-3 does (two norms, the attention's two matrices, the MLP's).
+FSDP_UNITS = ("layer", "module")
 TRAINING_DEFAULTS = {
     "flash_attention": True,
     "reserve_GB": 4.0,
     "precision": "bf16",
+    "fsdp_unit": "layer",
 }
 
 
@@ -92,6 +97,7 @@ def check_training(training):
     flag("training.flash_attention", t["flash_attention"])
     number("training.reserve_GB", t["reserve_GB"], allow_minimum=True)
     choice("training.precision", t["precision"], PRECISIONS)
+    choice("training.fsdp_unit", t["fsdp_unit"], FSDP_UNITS)
     return t
 
 

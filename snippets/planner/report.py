@@ -1,77 +1,85 @@
-"""The planner's answer as text: a ranked table and a launch command."""
+"""The planner's answer as data, and the one renderer that lays it out:
+`plan` returns the answer, the ranked rows and the launch command as
+plain JSON-ready values; `html` lays them out for the page and the
+form, `text` for the command line."""
 
 # --8<-- [start:model]
+import html as escape
+
 from snippets.checks import choice, count
-from snippets.planner.command import launch_command
+from snippets.planner.command import (
+    launch_command,
+    launch_notes,
+    unrunnable,
+)
 from snippets.planner.layouts import name, plan_layouts
 from snippets.planner.model import MODELS, cluster, from_hf_config
 
-
-def table(ranked, top=5):
-    """A Markdown table of the first `top` layouts."""
-    lines = [
-        "| # | layout | GB per GPU: states + activations | fits | step, s"
-        " | of which exposed comms + bubble, s | tokens/s | MFU |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for i, r in enumerate(ranked[:top], start=1):
-        gb, s = r["memory_per_gpu_GB"], r["step_s"]
-        states = gb["parameters"] + gb["gradients"] + gb["optimizer"]
-        lines.append(
-            f"| {i} | {name(r['layout'])} | {states:.1f} + "
-            f"{gb['activations']:.1f} = {gb['total']:.1f} | "
-            f"{'yes' if r['fits'] else 'no'} | {s['total']:.2f} | "
-            f"{s['exposed_communication']:.2f} + {s['bubble']:.2f} | "
-            f"{r['tokens_per_s']:,.0f} | {r['mfu']:.1%} |"
-        )
-    return "\n".join(lines)
+# The table's columns: key in a row, heading, and how a value prints.
+COLUMNS = (
+    ("rank", "#", "{}"),
+    ("layout", "layout", "{}"),
+    ("memory_GB", "GB per GPU", "{:.1f}"),
+    ("fits", "fits", "{}"),
+    ("step_s", "step, s", "{:.2f}"),
+    ("overhead_s", "comms + bubble, s", "{:.2f}"),
+    ("tokens_per_s", "tokens/s", "{:,.0f}"),
+    ("mfu", "MFU", "{:.1%}"),
+)
 
 
-def sections(model, cluster, training, top=5):
-    """The answer, the table, and how to launch the best layout that
-    this course's script can run (or the mesh the best layout needs),
-    as (kind, text) pairs; kind is "text", "table" or "code"."""
-    plan = plan_layouts(model, cluster, training)
-    parts = [("text", plan["answer"]), ("table", table(plan["ranked"], top))]
-    fitting = [r for r in plan["ranked"] if r["fits"]]
-    runnable = [
-        r
-        for r in fitting
-        if launch_command(model, cluster, training, r["layout"])[0]
-    ]
+def row(rank, r):
+    """One ranked layout as plain values (and the layout itself)."""
+    s = r["step_s"]
+    return {
+        "rank": rank,
+        "layout": name(r["layout"]),
+        "memory_GB": r["memory_per_gpu_GB"]["total"],
+        "fits": "yes" if r["fits"] else "no",
+        "step_s": s["total"],
+        "overhead_s": s["total"] - s["compute"] - s["optimizer"],
+        "tokens_per_s": r["tokens_per_s"],
+        "mfu": r["mfu"],
+        "fields": r["layout"],
+        "memory_per_gpu_GB": r["memory_per_gpu_GB"],
+        "seconds": s,
+    }
+
+
+def answer(model, nodes, training, top=5):
+    """The planner's answer for checked-or-not inputs, as data."""
+    count("top", top)
+    planned = plan_layouts(model, nodes, training)
+    ranked = planned["ranked"]
+    result = {
+        "answer": planned["answer"],
+        "fits": planned["fits"],
+        "searched": len(ranked),
+        "columns": [[key, heading] for key, heading, _ in COLUMNS],
+        "rows": [row(i, r) for i, r in enumerate(ranked[:top], start=1)],
+        "launch": None,
+        "mesh": None,
+    }
+    fitting = [r for r in ranked if r["fits"]]
+    runnable = [r for r in fitting if unrunnable(r["layout"]) is None]
     if runnable:
         best = runnable[0]
-        rank = plan["ranked"].index(best) + 1
-        parts += [
-            (
-                "text",
-                f"Launch #{rank}, the best layout this course's script "
-                "runs (it trains the course's GPT-style decoder at this "
-                "size: no grouped-query attention, no gated MLP):",
-            ),
-            (
-                "code",
-                launch_command(model, cluster, training, best["layout"])[1],
-            ),
-        ]
-    best_runnable = runnable[0] if runnable else None
-    if fitting and fitting[0] is not best_runnable:
-        mesh = launch_command(model, cluster, training, fitting[0]["layout"])
-        parts += [
-            ("text", "#1 needs tensor or pipeline parallelism, or ZeRO-1/2:"),
-            ("code", mesh[1]),
-        ]
-    return parts
-
-
-def as_text(parts):
-    """Sections as one text, a blank line between two."""
-    return "\n\n".join(text for _, text in parts)
-
-
-def report(model, cluster, training, top=5):
-    """The sections as the command line prints them."""
-    return as_text(sections(model, cluster, training, top))
+        result["launch"] = {
+            "rank": ranked.index(best) + 1,
+            "layout": name(best["layout"]),
+            "command": launch_command(
+                model, nodes, training, best["layout"]
+            )[1],
+            "notes": launch_notes(training, best["layout"]),
+        }
+    if fitting and (not runnable or fitting[0] is not runnable[0]):
+        result["mesh"] = {
+            "rank": 1,
+            "outline": launch_command(
+                model, nodes, training, fitting[0]["layout"]
+            )[1],
+        }
+    return result
 
 
 def plan(
@@ -83,16 +91,17 @@ def plan(
     nodes=1,
     global_batch_tokens=4 * 1024 * 1024,
     micro_batch=1,
-    efficiency=0.5,
+    reserve_GB=4.0,
+    precision="bf16",
     top=5,
     **cluster_values,
 ):
-    """The sections for the command line's inputs: `config` is the
-    text of a config.json, or `preset` names one of MODELS. The cluster
-    is `nodes` nodes of the `gpu` preset, with any of its values given
-    in `cluster_values` (gpus_per_node=4, nic_GBps=25, ...; None keeps
-    the preset's) in their place. The command line prints them; the
-    planner's form on the page shows them."""
+    """The answer for the command line's inputs: `config` is the text
+    of a config.json, or `preset` names one of MODELS. The cluster is
+    `nodes` nodes of the `gpu` preset, with any of its values given in
+    `cluster_values` (gpus_per_node=4, nic_GBps=25, ...; None keeps the
+    preset's) in their place. A bad input raises ValueError (or
+    TypeError) naming its field."""
     if (config is None) == (preset is None):
         raise ValueError("give either config (config.json text) or preset")
     if preset is not None:
@@ -105,11 +114,78 @@ def plan(
     training = {
         "global_batch_tokens": global_batch_tokens,
         "micro_batch": micro_batch,
-        "compute_efficiency": efficiency,
+        "reserve_GB": reserve_GB,
+        "precision": precision,
     }
     count("top", top)
-    nodes = cluster(gpu, nodes, **cluster_values)
-    return sections(model, nodes, training, top)
+    return answer(model, cluster(gpu, nodes, **cluster_values), training, top)
+
+
+def cells(result):
+    """The table's rows as the strings they print as."""
+    formats = {key: fmt for key, _, fmt in COLUMNS}
+    return [
+        [formats[key].format(r[key]) for key, _ in result["columns"]]
+        for r in result["rows"]
+    ]
+
+
+def launch_text(result):
+    """The launch section's sentence, or None."""
+    launch = result["launch"]
+    if launch is None:
+        return None
+    return (
+        f"Launch #{launch['rank']}, the best layout this course's script "
+        "runs (it trains the course's GPT-style decoder at this size: no "
+        "grouped-query attention, no gated MLP):"
+    )
+
+
+def text(result):
+    """The answer as the command line prints it: a sentence, the table
+    in aligned columns, the launch command and the mesh #1 needs."""
+    table = [[heading for _, heading in result["columns"]], *cells(result)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    lines = [
+        "  ".join(
+            cell.ljust(w) if i == 1 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
+        for line in table
+    ]
+    parts = [result["answer"], "\n".join(lines)]
+    if result["launch"] is not None:
+        parts += [launch_text(result), result["launch"]["command"]]
+        parts += result["launch"]["notes"]
+    if result["mesh"] is not None:
+        parts.append(result["mesh"]["outline"])
+    return "\n\n".join(parts)
+
+
+def html(result):
+    """The answer as HTML: the page prints it, the form inserts it."""
+    e = escape.escape
+    head = "".join(f"<th>{e(h)}</th>" for _, h in result["columns"])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{e(cell)}</td>" for cell in line) + "</tr>"
+        for line in cells(result)
+    )
+    parts = [
+        f"<p>{e(result['answer'])}</p>",
+        '<div class="planner-table"><table>'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+        "</table></div>",
+    ]
+    if result["launch"] is not None:
+        parts.append(f"<p>{e(launch_text(result))}</p>")
+        parts.append(
+            f"<pre><code>{e(result['launch']['command'])}</code></pre>"
+        )
+        parts += [f"<p>{e(note)}</p>" for note in result["launch"]["notes"]]
+    if result["mesh"] is not None:
+        parts.append(f"<pre><code>{e(result['mesh']['outline'])}</code></pre>")
+    return '<div class="planner-answer">' + "".join(parts) + "</div>"
 
 
 # --8<-- [end:model]

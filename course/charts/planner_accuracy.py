@@ -1,0 +1,77 @@
+"""figure("planner-accuracy") on "How good is the planner?": each
+measured run's tokens/s per GPU against the cost model's prediction,
+on log axes around y = x (snippets/planner/accuracy.py)."""
+
+from course.svg import INK, PALETTE, figure_html, new_figure, style
+from snippets.planner import runs
+from snippets.planner.accuracy import compared, summary
+
+# Which colour and marker each source's rows get, by label prefix.
+SOURCES = (
+    ("megatron-t1", "Megatron-LM, Table 1", "o"),
+    ("megatron-t2", "Megatron-LM, Table 2", "s"),
+    ("llama3", "Llama 3", "D"),
+    ("torchtitan", "torchtitan", "^"),
+    ("", "BLOOM, OPT, MT-NLG", "v"),
+)
+
+
+def draw():
+    rows = [compared(run) for run in runs.RUNS]
+    s = summary(rows)
+    values = [v for r in rows for v in (r["measured"], r["predicted"])]
+    low, high = min(values) / 1.5, max(values) * 1.5
+    with style():
+        fig = new_figure(6.4, 4.4)
+        ax = fig.add_subplot()
+        ax.plot([low, high], [low, high], color=INK, linewidth=1)
+        for band in (0.85, 1.15):
+            ax.plot(
+                [low, high],
+                [low * band, high * band],
+                color=INK,
+                linewidth=0.8,
+                linestyle="--",
+            )
+        left = list(rows)
+        for i, (prefix, label, marker) in enumerate(SOURCES):
+            mine = [r for r in left if r["run"].label.startswith(prefix)]
+            left = [r for r in left if r not in mine]
+            ax.plot(
+                [r["measured"] for r in mine],
+                [r["predicted"] for r in mine],
+                marker,
+                color=PALETTE[i],
+                markersize=5,
+                linestyle="none",
+                label=f"{label} ({len(mine)})",
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(low, high)
+        ax.set_ylim(low, high)
+        ax.set_aspect("equal")
+        ax.set_xlabel("measured tokens/s per GPU")
+        ax.set_ylabel("predicted tokens/s per GPU")
+        ax.grid(True, which="major")
+        ax.legend(loc="upper left", fontsize=9)
+    worst = s["worst"]
+    return figure_html(
+        fig,
+        name="planner-accuracy",
+        title="Predicted against measured throughput, every run",
+        alt=(
+            f"Scatter of {len(rows)} measured training runs, measured "
+            "tokens per second per GPU against the planner's prediction, "
+            "both on log scales, around the line y = x with dashed lines "
+            f"15% above and below. The median error is {s['median']:.1%};"
+            f" the worst, {worst['error']:+.1%}, is "
+            f"{worst['run'].label}."
+        ),
+        caption=(
+            f"Each point is a measured run; on the solid line the planner "
+            "predicts it exactly, and between the dashed lines within 15%."
+            f" Median error {s['median']:.1%}, worst "
+            f"{worst['error']:+.1%} ({worst['run'].label})."
+        ),
+    )

@@ -1,0 +1,285 @@
+"""How good is the planner: its cost model against every measured run
+of snippets/planner/runs.py, the layouts papers compared on one
+cluster, and the layouts their authors chose."""
+
+# --8<-- [start:model]
+import statistics
+
+from snippets.planner import runs
+from snippets.planner.cost import FIT
+from snippets.planner.fit import HELD_OUT, job, predict
+from snippets.planner.layouts import name, plan_layouts
+
+SAME = ("dp", "tp", "pp", "cp", "zero", "recompute", "sequence_parallel")
+SAME += ("embedding_slots", "schedule", "chunks")
+
+
+def compared(run, fit=FIT):
+    """The run's measured and predicted tokens/s per GPU, and more."""
+    r = predict(run, fit)
+    measured = runs.tokens_per_s_per_gpu(run)
+    return {
+        "run": run,
+        "measured": measured,
+        "predicted": r["tokens_per_s_per_gpu"],
+        "error": r["tokens_per_s_per_gpu"] / measured - 1,
+        "held_out": run in HELD_OUT,
+        "result": r,
+    }
+
+
+def summary(rows):
+    """Median and worst relative error, over all rows and held-out."""
+    errors = [abs(r["error"]) for r in rows]
+    held = [abs(r["error"]) for r in rows if r["held_out"]]
+    worst = max(rows, key=lambda r: abs(r["error"]))
+    return {
+        "median": statistics.median(errors),
+        "worst": worst,
+        "held_median": statistics.median(held),
+        "held_worst": max(held),
+    }
+
+
+def same_cluster(rows):
+    """Groups of rows that compare layouts of one job on one cluster:
+    the same model, GPUs, sequence and batch, different layouts."""
+    groups = {}
+    for r in rows:
+        run = r["run"]
+        key = (run.model, run.gpus, run.seq_len, run.global_batch_tokens)
+        key += (run.precision,)
+        groups.setdefault(key, []).append(r)
+    found = []
+    for group in groups.values():
+        layouts = {tuple(g["result"]["layout"][k] for k in SAME) for g in group}
+        if len(layouts) > 1:
+            found.append(group)
+    return found
+
+
+def plain(layout):
+    """A layout as the search names it: with a pipeline, ZeRO-2 keeps
+    whole gradients, which is what ZeRO-1 does."""
+    layout = {k: layout[k] for k in SAME}
+    if layout["zero"] == 2 and layout["pp"] > 1:
+        layout["zero"] = 1
+    return layout
+
+
+def authors_choice(run, fit=FIT):
+    """The planner's top layout for the run's job, among those with
+    the authors' recomputation, sequence parallelism and sharding (what
+    their framework offered), next to the authors' own layout."""
+    model, nodes, training, layouts = job(run)
+    mine = plain(layouts[0])
+    only = {k: mine[k] for k in ("recompute", "sequence_parallel", "zero")}
+    ranked = plan_layouts(model, nodes, training, fit, only)["ranked"]
+    wanted = [plain(lay) for lay in layouts]
+    theirs = [r for r in ranked if plain(r["layout"]) in wanted]
+    theirs = max(theirs, key=lambda r: r["tokens_per_s"]) if theirs else None
+    return {
+        "run": run,
+        "top": ranked[0],
+        "theirs": theirs,
+        "ratio": theirs and theirs["tokens_per_s"] / ranked[0]["tokens_per_s"],
+    }
+
+
+# What each fitted parameter means, for the page's table.
+MEANINGS = {
+    "a100_gemm_share": "share of an A100's 312 TFLOP/s the layers' "
+    "matrix multiplies sustain",
+    "h100_gemm_share": "share of an H100's 989 TFLOP/s the layers' "
+    "matrix multiplies sustain",
+    "attention_share": "share of the 16-bit peak attention's QK^T and AV "
+    "sustain",
+    "hbm_passes": "HBM bytes the element-wise kernels move per byte of "
+    "activations a layer stores",
+    "network_share": "share of each GPU's own NIC bandwidth a collective "
+    "across nodes reaches",
+    "overlap": "share of the hideable communication that hides",
+}
+
+# The four jobs of the issue, as the planner takes them, and what was
+# published for each: (preset, GPU, nodes, training, published rows).
+JOBS = (
+    (
+        "llama3-8b",
+        "h100-80gb",
+        8,
+        {"global_batch_tokens": 4 * 2**20, "micro_batch": 1},
+        ("torchtitan-8b-fsdp-128",),
+    ),
+    (
+        "llama3-70b",
+        "h100-80gb",
+        64,
+        {"global_batch_tokens": 4 * 2**20, "micro_batch": 1},
+        ("torchtitan-70b-2d-256",),
+    ),
+    (
+        "gpt3-175b",
+        "a100-80gb",
+        192,
+        {
+            "global_batch_tokens": 1536 * 2048,
+            "micro_batch": 1,
+            "flash_attention": False,
+        },
+        ("megatron-t2-175b-ptdp-1536", "megatron-t2-175b-zero3-1536"),
+    ),
+    (
+        "llama3-405b",
+        "h100-80gb",
+        2048,
+        {"global_batch_tokens": 2048 * 8192, "micro_batch": 1},
+        ("llama3-405b-8k-16384",),
+    ),
+)
+
+
+# --8<-- [end:model]
+
+if __name__ == "__main__":
+    # --8<-- [start:table]
+    rows = [compared(run) for run in runs.RUNS]
+    print(
+        "| run | GPUs | layout | measured | predicted | error | fit or"
+        " held out |"
+    )
+    print("| --- | ---: | --- | ---: | ---: | ---: | --- |")
+    for r in rows:
+        run = r["run"]
+        print(
+            f"| {run.label} | {run.gpus:,} | {name(r['result']['layout'])}"
+            f" | {r['measured']:,.1f} | {r['predicted']:,.1f} | "
+            f"{r['error']:+.1%} | {'held out' if r['held_out'] else 'fit'} |"
+        )
+    s = summary(rows)
+    print(
+        f"\nMedian error {s['median']:.1%} over {len(rows)} runs; worst "
+        f"{s['worst']['error']:+.1%} ({s['worst']['run'].label}). Held "
+        f"out of the fit: median {s['held_median']:.1%}, worst "
+        f"{s['held_worst']:.1%}."
+    )
+    # --8<-- [end:table]
+
+    # --8<-- [start:fit]
+    from snippets.planner.fit import FITTED, fit, rounded
+
+    found, error, evaluations = fit()
+    print("| parameter | fitted | what it is |")
+    print("| --- | ---: | --- |")
+    for key, meaning in MEANINGS.items():
+        print(f"| `{key}` | {getattr(found, key):.3g} | {meaning} |")
+    from snippets.planner.runs import LINKS
+
+    for link in LINKS:
+        if link.label in ("a100-nvlink-allreduce", "h100-nvlink-ring"):
+            print(
+                f"| NVLink, {link.label.split('-')[0].upper()} (measured) | "
+                f"{link.low_GBps / link.line_GBps:.3g} | "
+                f"{link.low_GBps:g} of {link.line_GBps:g} GB/s, nccl-tests |"
+            )
+    print(
+        f"\nFitted on {len(FITTED)} runs in {evaluations} evaluations "
+        f"(mean squared log error {error:.4f}); the planner's defaults "
+        f"are these to three figures: {rounded(found) == FIT}."
+    )
+    # --8<-- [end:fit]
+
+    # --8<-- [start:worked]
+    from snippets.planner.cost import NVLINK_SHARE
+    from snippets.planner.model import GPUS
+
+    run = runs.by_label("megatron-t2-175b-zero3-1536")
+    r = compared(run)
+    params = runs.matmul_weights(run)  # the weights, near enough
+    moved = 3 * 2 * params * (run.gpus - 1) / run.gpus  # AG, AG, RS
+    step = run.global_batch_tokens / (r["measured"] * run.gpus)
+    compute = r["result"]["step_s"]["compute"]
+    print(f"ZeRO-3 moves {moved / 1e12:.2f} TB per GPU per step.")
+    print(f"The model's compute alone: {compute:.1f} s per step.")
+    print(
+        f"Measured step: {step:.1f} s. Sustained: {moved / step / 1e9:.1f}"
+        f" GB/s if all of it overlapped, {moved / (step - compute) / 1e9:.1f}"
+        " GB/s if none did."
+    )
+    a100 = GPUS["a100-80gb"]
+    own = a100["nics_per_node"] * a100["nic_GBps"] / a100["gpus_per_node"]
+    node = a100["nvlink_GBps"] * NVLINK_SHARE["a100-80gb"]
+    node = min(node, a100["nics_per_node"] * a100["nic_GBps"])
+    print(
+        f"The model: each GPU's own NIC, {own:g} GB/s x "
+        f"{FIT.network_share:.3g} = {own * FIT.network_share:.1f} GB/s, "
+        f"{FIT.overlap:.0%} of the hideable time hidden: a "
+        f"{r['result']['step_s']['total']:.1f} s step, of which "
+        f"{r['result']['step_s']['data_parallel']:.1f} s of exposed gathers."
+    )
+    print(
+        f"A ring through all eight GPUs of a node would get its eight "
+        f"NICs, {node:g} GB/s: the gathers would take "
+        f"{moved / node / 1e9:.1f} s, and ZeRO-3 would not collapse."
+    )
+    # --8<-- [end:worked]
+
+    # --8<-- [start:order]
+    print("| cluster | measured, fastest first | predicted, fastest first |")
+    print("| --- | --- | --- |")
+    for group in same_cluster(rows):
+        run = group[0]["run"]
+        where = f"{run.model}, {run.gpus:,} {run.gpu_published.split(',')[0]}"
+
+        def order(key, group=group):
+            ranked = sorted(group, key=lambda g: -g[key])
+            return " > ".join(
+                f"{name(g['result']['layout'])}: {g[key]:,.1f}"
+                for g in ranked
+            )
+
+        print(f"| {where} | {order('measured')} | {order('predicted')} |")
+    # --8<-- [end:order]
+
+    # --8<-- [start:choices]
+    print(
+        "| run | the authors' layout | the planner's first, same "
+        "toolbox | authors' / first |"
+    )
+    print("| --- | --- | --- | ---: |")
+    choices = [authors_choice(run) for run in runs.RUNS if run.chosen]
+    for c in choices:
+        print(
+            f"| {c['run'].label} | {name(c['theirs']['layout'])} | "
+            f"{name(c['top']['layout'])} | {c['ratio']:.0%} |"
+        )
+    close = [c for c in choices if c["ratio"] >= 0.85]
+    print(
+        f"\n{len(close)} of {len(choices)} chosen layouts are rated within "
+        "15% of the planner's first; the others:",
+        ", ".join(c["run"].label for c in choices if c not in close),
+    )
+    # --8<-- [end:choices]
+
+    # --8<-- [start:jobs]
+    from snippets.planner.model import MODELS, cluster
+
+    print("| job | the planner's two first | tokens/s per GPU | published |")
+    print("| --- | --- | ---: | --- |")
+    for preset, gpu, nodes, training, published in JOBS:
+        ranked = plan_layouts(
+            MODELS[preset], cluster(gpu, nodes), training
+        )["ranked"]
+        theirs = "; ".join(
+            f"{runs.by_label(label).framework}: {name(compared(runs.by_label(label))['result']['layout'])}"
+            f" on {runs.by_label(label).gpus:,} GPUs, "
+            f"{runs.tokens_per_s_per_gpu(runs.by_label(label)):,.0f}"
+            for label in published
+        )
+        for i, r in enumerate(ranked[:2]):
+            job_ = f"{preset} on {nodes * 8:,} {gpu}" if i == 0 else ""
+            print(
+                f"| {job_} | {name(r['layout'])} | "
+                f"{r['tokens_per_s_per_gpu']:,.0f} | {theirs if i == 0 else ''} |"
+            )
+    # --8<-- [end:jobs]
