@@ -1,7 +1,9 @@
-"""The torchrun commands the planner writes run: DDP, FSDP and HSDP on
-a tiny model, on the CPU with gloo. Three launches, a few seconds each.
-A multi-node command is run on one machine by swapping its launcher
-for --standalone with as many processes as it would start in all."""
+"""The torchrun commands the planner writes: their text for every kind
+of layout the training script runs (DP, FSDP or HSDP, times TP and PP)
+and the mesh outline for the rest; and DDP, FSDP and HSDP commands run
+on a tiny model, on the CPU with gloo (three launches, a few seconds
+each). A multi-node command is run on one machine by swapping its
+launcher for --standalone with as many processes as it would start."""
 
 import shlex
 import subprocess
@@ -11,6 +13,7 @@ import pytest
 
 from course.stress import ROOT, environment
 from snippets.planner.command import launch_command
+from snippets.planner.report import plan
 
 TINY = dict(
     layers=2,
@@ -23,7 +26,9 @@ TINY = dict(
     gated=False,
 )
 CPU = dict(
+    gpu="h100-80gb",
     gpu_memory_GB=80,
+    hbm_GBps=1,
     peak_TFLOPs=1,
     nvlink_GBps=1,
     nics_per_node=1,
@@ -68,3 +73,93 @@ def test_the_emitted_command_trains(zero, nodes, strategy):
         timeout=150,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+EIGHT = {**CPU, "gpus_per_node": 8, "nodes": 1}
+TINY8 = {**TINY, "layers": 8, "heads": 4, "kv_heads": 4}
+JOB = {"global_batch_tokens": 16 * 2 * 8, "micro_batch": 2}
+ONE = "torchrun --standalone --nproc_per_node=8 -m snippets.torchrun.train"
+TWO = (
+    "torchrun --nnodes=2 --nproc_per_node=4 --rdzv-backend=c10d "
+    "--rdzv-endpoint=$HEAD_NODE:29500 --rdzv-id=job -m snippets.torchrun.train"
+)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "layout", "flags"),
+    [
+        (
+            1,
+            dict(dp=2, tp=2, pp=2, zero=3, recompute="none"),
+            f"{ONE} --strategy fsdp --tp 2 --pp 2 --pp-schedule 1f1b "
+            "--pp-microbatches 4 --pp-chunks 1 --micro-batch 2 "
+            "--accum-steps 1",
+        ),
+        (
+            1,
+            dict(dp=2, tp=2, pp=2, zero=0, recompute="full")
+            | dict(schedule="interleaved", chunks=2),
+            f"{ONE} --strategy ddp --tp 2 --pp 2 --pp-schedule interleaved "
+            "--pp-microbatches 4 --pp-chunks 2 --recompute full "
+            "--micro-batch 2 --accum-steps 1",
+        ),
+        (
+            2,
+            dict(dp=4, tp=2, pp=1, zero="hsdp", recompute="none"),
+            f"{TWO} --strategy hsdp --shard-size 2 --tp 2 --micro-batch 2 "
+            "--accum-steps 2",
+        ),
+        (
+            1,
+            dict(dp=1, tp=1, pp=8, zero=0, recompute="none")
+            | dict(schedule="gpipe"),
+            f"{ONE} --strategy ddp --pp 8 --pp-schedule gpipe "
+            "--pp-microbatches 8 --pp-chunks 1 --micro-batch 2 "
+            "--accum-steps 1",
+        ),
+    ],
+)
+def test_3d_layouts_get_the_scripts_flags(nodes, layout, flags):
+    """With a pipeline, a step runs the schedule over all the
+    micro-batches of a data-parallel rank: --accum-steps 1."""
+    cluster = {**CPU, "gpus_per_node": 8 // nodes, "nodes": nodes}
+    runnable, text = launch_command(TINY8, cluster, JOB, layout)
+    assert runnable
+    assert " ".join(text.replace("\\\n", " ").split()) == (
+        f"{flags} --vocab 64 --seq-len 16 --d-model 32 --n-heads 4 "
+        "--n-layers 8 --d-ff 64"
+    )
+
+
+@pytest.mark.parametrize(
+    ("layout", "reason"),
+    [
+        (dict(dp=4, tp=2, pp=1, zero=1, recompute="none"), "ZeRO-1"),
+        (dict(dp=2, tp=2, pp=2, zero=2, recompute="none"), "ZeRO-2"),
+        (dict(dp=2, cp=2, tp=2, pp=1, zero=3, recompute="none"), "context"),
+        (
+            dict(dp=2, tp=1, pp=4, zero=0, recompute="none")
+            | dict(embedding_slots=True),
+            "stages of unequal size",
+        ),
+    ],
+)
+def test_what_the_script_cannot_run_gets_the_mesh(layout, reason):
+    runnable, text = launch_command(TINY8, EIGHT, JOB, layout)
+    assert not runnable
+    first = text.splitlines()[0]
+    assert first.startswith("This course's training script runs DDP, FSDP")
+    assert reason in first and "init_device_mesh('cuda'" in text
+
+
+def test_the_answer_launches_the_best_layout_the_script_runs():
+    """Llama 3 70B on 64 H100: the launch is the first fitting layout
+    the script runs, with no flag it would not know."""
+    result = plan(preset="llama3-70b", nodes=8)
+    launch = result["launch"]
+    assert launch["command"].startswith("torchrun --nnodes=8 ")
+    for flag in ("--rdzv-backend=c10d", "--tp ", "--pp ", "--accum-steps 1"):
+        assert flag in launch["command"]
+    assert launch["notes"] == []
+    fp8 = plan(preset="llama3-70b", nodes=8, precision="fp8")["launch"]
+    assert fp8["notes"] == ["The script trains in bf16: it has no FP8 matmuls."]

@@ -30,8 +30,8 @@ def launch_notes(training, lay):
     notes = []
     if lay["recompute"] == "selective":
         notes.append(
-            "The script has no selective recomputation: --recompute none "
-            "is the nearest, since its attention (PyTorch's "
+            "The script has no selective recomputation; it recomputes "
+            "nothing, the nearest, since its attention (PyTorch's "
             "scaled_dot_product_attention) keeps no s x s scores."
         )
     if training["precision"] == "fp8":
@@ -67,9 +67,9 @@ def launch_command(model, cluster, training, layout):
                 f"--pp {lay['pp']} --pp-schedule {lay['schedule']}",
                 f"--pp-microbatches {micro} --pp-chunks {lay['chunks']}",
             ]
-        recompute = "full" if lay["recompute"] == "full" else "none"
+        if lay["recompute"] == "full":  # the script's default is none
+            flags.append("--recompute full")
         flags += [
-            f"--recompute {recompute}",
             f"--micro-batch {t['micro_batch']}",
             f"--accum-steps {1 if lay['pp'] > 1 else micro}",
             f"--vocab {m['vocab']} --seq-len {m['seq_len']}",

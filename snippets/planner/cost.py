@@ -115,9 +115,11 @@ def stage_layers(layers, stages, embedding_slots):
     layer's place on the first and the last stage, as in Llama 3."""
     slots = layers + (2 if embedding_slots else 0)
     base, extra = divmod(slots, stages)
-    counts = [base + 1] * extra + [base] * (stages - extra)
-    if embedding_slots:  # fuller stages in the middle, then one off
-        counts = counts[1::2] + counts[::2][::-1]
+    counts = [base] * stages
+    middle = sorted(range(stages), key=lambda i: abs(2 * i - stages + 1))
+    for i in middle[:extra]:  # the fuller stages in the middle
+        counts[i] += 1
+    if embedding_slots:
         counts[0] -= 1
         counts[-1] -= 1
     return counts
