@@ -263,15 +263,21 @@ def test_editing_a_lab_a_chart_imports_redraws_it(tmp_path):
 
 
 # A lab -> the charts whose modules import it, directly or not. The
-# schedule lab's demo imports the bubble lab; the planner's layouts
-# import both labs.
+# schedule lab's demo imports the bubble lab; the planner's cost model
+# imports both labs, and both planner charts import it.
 REDRAWN = {
-    "snippets/pipeline/bubble.py": {"bubble", "schedule", "planner"},
+    "snippets/pipeline/bubble.py": {
+        "bubble",
+        "schedule",
+        "planner",
+        "planner-accuracy",
+    },
     "snippets/zero/memory.py": {
         "memory",
         "zero-stages",
         "torchrun",
         "planner",
+        "planner-accuracy",
     },
 }
 

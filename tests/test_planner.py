@@ -181,8 +181,9 @@ def test_context_parallelism_splits_each_sequence():
     four = run({**LAYOUT, "tp": 8, "dp": 2, "cp": 4}, model, job=job)
     a = [r["memory_per_gpu_GB"]["activations"] for r in (one, four)]
     assert a[1] == pytest.approx(a[0] / 4)
-    assert four["step_s"]["tensor_context_parallel"] > (
-        one["step_s"]["tensor_context_parallel"]
+    assert (
+        four["step_s"]["tensor_context_parallel"]
+        > (one["step_s"]["tensor_context_parallel"])
     )
     sizes = {lay["cp"] for lay in candidate_layouts(model, H100x8, job)}
     assert sizes == {1, 2, 4, 8, 16}  # at least 4,096 tokens per GPU
@@ -230,10 +231,13 @@ def test_nothing_fits_says_by_how_much():
     plan_ = plan_layouts(L405, cluster("h100-80gb", 2), JOB)
     assert not plan_["fits"]
     best = plan_["ranked"][0]["memory_per_gpu_GB"]["total"]
-    assert best == min(r["memory_per_gpu_GB"]["total"] for r in plan_["ranked"])
+    assert best == min(
+        r["memory_per_gpu_GB"]["total"] for r in plan_["ranked"]
+    )
     assert plan_["answer"].startswith("Nothing fits.")
-    assert f"needs {best:.1f} GB per GPU, {best - 85.5:.1f} GB more" in (
-        plan_["answer"]
+    assert (
+        f"needs {best:.1f} GB per GPU, {best - 85.5:.1f} GB more"
+        in (plan_["answer"])
     )
 
 
@@ -251,7 +255,11 @@ BAD = [
     ({"cluster": {**H100x8, "nodes": 0}}, ValueError, "cluster.nodes"),
     ({"cluster": {**H100x8, "nic_GBps": -50}}, ValueError, "cluster.nic_GBps"),
     ({"cluster": {**H100x8, "hbm_GBps": 0}}, ValueError, "cluster.hbm_GBps"),
-    ({"cluster": {**H100x8, "gpu": "b200"}}, ValueError, "cluster.gpu must be"),
+    (
+        {"cluster": {**H100x8, "gpu": "b200"}},
+        ValueError,
+        "cluster.gpu must be",
+    ),
     (
         {"cluster": {**H100x8, "gpu_memory_GB": "80"}},
         TypeError,
@@ -267,7 +275,11 @@ BAD = [
         ValueError,
         "unknown keys compute_efficiency",
     ),
-    ({"training": {**JOB, "reserve_GB": -1}}, ValueError, "training.reserve_GB"),
+    (
+        {"training": {**JOB, "reserve_GB": -1}},
+        ValueError,
+        "training.reserve_GB",
+    ),
     (
         {"training": {**JOB, "precision": "fp4"}},
         ValueError,
@@ -278,14 +290,21 @@ BAD = [
         ValueError,
         "training.fsdp_unit must be one of 'layer', 'module'",
     ),
-    ({"training": {**JOB, "flash_attention": 1}}, TypeError, "flash_attention"),
+    (
+        {"training": {**JOB, "flash_attention": 1}},
+        TypeError,
+        "flash_attention",
+    ),
     ({"layout": {**LAYOUT, "zero": 4}}, ValueError, "layout.zero"),
     ({"layout": {**LAYOUT, "zero": True}}, ValueError, "layout.zero"),
     ({"layout": {**LAYOUT, "dp": 8}}, ValueError, "dp x cp x tp x pp"),
     ({"layout": {**LAYOUT, "cp": 3}}, ValueError, "dp x cp x tp x pp"),
     ({"layout": {**LAYOUT, "cp": 0}}, ValueError, "layout.cp must be >= 1"),
     (
-        {"layout": {**LAYOUT, "dp": 4, "cp": 4}, "model": {**L70, "seq_len": 6}},
+        {
+            "layout": {**LAYOUT, "dp": 4, "cp": 4},
+            "model": {**L70, "seq_len": 6},
+        },
         ValueError,
         "layout.cp must divide model.seq_len",
     ),
@@ -499,9 +518,7 @@ def test_cli_prints_the_text_of_plan(tmp_path):
     path.write_text(json.dumps(HF))
     flags = ["--nodes", "1", "--reserve-gb", "6", "--precision", "fp8"]
     done = _cli("--config", str(path), "--seq-len", "8192", *flags)
-    want = plan(
-        json.dumps(HF), seq_len=8192, reserve_GB=6, precision="fp8"
-    )
+    want = plan(json.dumps(HF), seq_len=8192, reserve_GB=6, precision="fp8")
     assert done.returncode == 0, done.stderr
     assert done.stdout == text(want) + "\n"
     done = _cli("--preset", "llama3-70b", "--nodes", "8", "--json")

@@ -162,4 +162,6 @@ def test_the_answer_launches_the_best_layout_the_script_runs():
         assert flag in launch["command"]
     assert launch["notes"] == []
     fp8 = plan(preset="llama3-70b", nodes=8, precision="fp8")["launch"]
-    assert fp8["notes"] == ["The script trains in bf16: it has no FP8 matmuls."]
+    assert fp8["notes"] == [
+        "The script trains in bf16: it has no FP8 matmuls."
+    ]

@@ -26,6 +26,7 @@ COURSE_MAP = (
     ("comms.md", "7. Communication", "when the link sets the pace"),
     ("strategy.md", "8. Choosing a strategy", "climb only when forced"),
     ("planner.md", "8b. Plan a job", "every layout, ranked"),
+    ("planner-accuracy.md", "8c. How good is it?", "held to measured runs"),
     ("torchrun.md", "DDP and FSDP, torchrun", "the real thing, measured"),
 )
 

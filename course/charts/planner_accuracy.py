@@ -22,7 +22,7 @@ def draw():
     values = [v for r in rows for v in (r["measured"], r["predicted"])]
     low, high = min(values) / 1.5, max(values) * 1.5
     with style():
-        fig = new_figure(6.4, 4.4)
+        fig = new_figure(5.4, 4.6)
         ax = fig.add_subplot()
         ax.plot([low, high], [low, high], color=INK, linewidth=1)
         for band in (0.85, 1.15):

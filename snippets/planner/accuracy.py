@@ -23,7 +23,7 @@ def compared(run, fit=FIT):
         "measured": measured,
         "predicted": r["tokens_per_s_per_gpu"],
         "error": r["tokens_per_s_per_gpu"] / measured - 1,
-        "held_out": run in HELD_OUT,
+        "held_out": run.label in {r.label for r in HELD_OUT},
         "result": r,
     }
 
@@ -52,7 +52,9 @@ def same_cluster(rows):
         groups.setdefault(key, []).append(r)
     found = []
     for group in groups.values():
-        layouts = {tuple(g["result"]["layout"][k] for k in SAME) for g in group}
+        layouts = {
+            tuple(g["result"]["layout"][k] for k in SAME) for g in group
+        }
         if len(layouts) > 1:
             found.append(group)
     return found
@@ -234,8 +236,7 @@ if __name__ == "__main__":
         def order(key, group=group):
             ranked = sorted(group, key=lambda g: -g[key])
             return " > ".join(
-                f"{name(g['result']['layout'])}: {g[key]:,.1f}"
-                for g in ranked
+                f"{name(g['result']['layout'])}: {g[key]:,.1f}" for g in ranked
             )
 
         print(f"| {where} | {order('measured')} | {order('predicted')} |")
@@ -264,22 +265,25 @@ if __name__ == "__main__":
     # --8<-- [start:jobs]
     from snippets.planner.model import MODELS, cluster
 
-    print("| job | the planner's two first | tokens/s per GPU | published |")
-    print("| --- | --- | ---: | --- |")
-    for preset, gpu, nodes, training, published in JOBS:
-        ranked = plan_layouts(
-            MODELS[preset], cluster(gpu, nodes), training
-        )["ranked"]
-        theirs = "; ".join(
-            f"{runs.by_label(label).framework}: {name(compared(runs.by_label(label))['result']['layout'])}"
-            f" on {runs.by_label(label).gpus:,} GPUs, "
-            f"{runs.tokens_per_s_per_gpu(runs.by_label(label)):,.0f}"
-            for label in published
+    def published(label):
+        """A published run: who, its layout, GPUs and tokens/s/GPU."""
+        r = compared(runs.by_label(label))
+        return (
+            f"{r['run'].framework}: {name(r['result']['layout'])} on "
+            f"{r['run'].gpus:,} GPUs, {r['measured']:,.0f}"
         )
-        for i, r in enumerate(ranked[:2]):
-            job_ = f"{preset} on {nodes * 8:,} {gpu}" if i == 0 else ""
+
+    print("| job | the planner's first two | tokens/s per GPU | published |")
+    print("| --- | --- | ---: | --- |")
+    for preset, gpu, nodes, training, labels in JOBS:
+        job = f"{preset} on {nodes * 8:,} {gpu}"
+        theirs = "; ".join(published(label) for label in labels)
+        nodes_ = cluster(gpu, nodes)
+        ranked = plan_layouts(MODELS[preset], nodes_, training)["ranked"]
+        for r in ranked[:2]:
             print(
-                f"| {job_} | {name(r['layout'])} | "
-                f"{r['tokens_per_s_per_gpu']:,.0f} | {theirs if i == 0 else ''} |"
+                f"| {job} | {name(r['layout'])} | "
+                f"{r['tokens_per_s_per_gpu']:,.0f} | {theirs} |"
             )
+            job = theirs = ""
     # --8<-- [end:jobs]

@@ -11,7 +11,9 @@ so that the search can call it thousands of times.
 # --8<-- [start:model]
 from dataclasses import dataclass
 
+from snippets.pipeline.bubble import bubble_fraction, megatron_ratio
 from snippets.planner.runs import LINKS
+from snippets.zero.memory import SHARDED
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,9 @@ def stored_bytes(m, t, lay, shape):
     """Bytes one layer keeps for one micro-batch, nothing recomputed."""
     h, s = m["hidden"], m["seq_len"]
     scores = 0 if t["flash_attention"] else shape["scores"] * s
-    stored = shape["replicated"] / (lay["tp"] if lay["sequence_parallel"] else 1)
+    stored = shape["replicated"] / (
+        lay["tp"] if lay["sequence_parallel"] else 1
+    )
     stored += (shape["split"] + scores) / lay["tp"]
     return stored * t["micro_batch"] * s / lay["cp"] * h
 
@@ -193,7 +197,9 @@ def step_seconds(m, c, t, lay, fit, shape):
     # element-wise kernels at HBM speed.
     flash = t["flash_attention"]
     peak = c["peak_TFLOPs"] * 1e12
-    share = fit.h100_gemm_share if c["gpu"] == "h100-80gb" else fit.a100_gemm_share
+    share = (
+        fit.h100_gemm_share if c["gpu"] == "h100-80gb" else fit.a100_gemm_share
+    )
     rate = peak * share * (2 if t["precision"] == "fp8" else 1)
     matmuls = 2 * shape["weights"] * tokens / tp / rate
     attention = 4 * s * h * tokens / tp * (0.5 if flash else 1)
@@ -259,7 +265,9 @@ def step_seconds(m, c, t, lay, fit, shape):
     stage[-1] += head
     slowest = max(range(pp), key=stage.__getitem__)
     n = layers[slowest]
-    bubble = (pp - 1) / v * stage[slowest]
+    # The bubble as Megatron-LM measures it: (p - 1)/(v m) of the work.
+    idle = bubble_fraction(pp, micro, lay["schedule"], v) if pp > 1 else 0.0
+    bubble = megatron_ratio(idle) * micro * stage[slowest]
 
     # Data parallelism: the gradients of the fullest stage, reduced
     # while its last micro-batch runs backward, except the last bucket,
@@ -366,23 +374,24 @@ def memory_GB(m, t, lay, shape):
 
 def state_bytes(weights, zero, ranks, shard, pp):
     """Bytes of bf16 weights and gradients and fp32 Adam state for
-    `weights` parameters on a GPU, as each ZeRO stage splits them over
-    `ranks` (HSDP over `shard`)."""
-    over = {"param": 1, "grad": 1, "optim": 1}
-    if zero in (1, 2, 3):
-        over["optim"] = ranks
-    if zero == 3 or (zero == 2 and pp == 1):
-        over["grad"] = ranks
+    `weights` parameters on a GPU, split as each ZeRO stage splits them
+    (snippets/zero/memory.py) over `ranks`, HSDP over its `shard`."""
+    strategy = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}.get(zero)
+    over = ranks
+    if zero == "hsdp":
+        strategy, over = "zero3", shard
     # With a pipeline, ZeRO-2 keeps whole gradients until the last
     # micro-batch (FSDP2 without sync); DeepSpeed refuses the pair.
-    if zero == 3:
-        over["param"] = ranks
-    if zero == "hsdp":
-        over = dict.fromkeys(over, shard)
+    if zero == 2 and pp > 1:
+        strategy = "zero1"
+    sharded = SHARDED[strategy]
     return {
-        "parameters": 2 * weights / over["param"],
-        "gradients": 2 * weights / over["grad"],
-        "optimizer": 12 * weights / over["optim"],
+        name: weights * size / (over if kind in sharded else 1)
+        for name, kind, size in (
+            ("parameters", "param", 2),
+            ("gradients", "grad", 2),
+            ("optimizer", "optim", 12),
+        )
     }
 
 

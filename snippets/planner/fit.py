@@ -56,7 +56,9 @@ def job(run):
         flash_attention=run.flash_attention is not False,
         precision=PRECISION.get(run.precision, run.precision),
         # DeepSpeed's ZeRO-3 gathers module by module, FSDP by layer.
-        fsdp_unit="module" if run.framework.startswith("DeepSpeed") else "layer",
+        fsdp_unit="module"
+        if run.framework.startswith("DeepSpeed")
+        else "layer",
     )
     # torchtitan's per-op selective policy recomputes only cheap ops
     # next to flash attention: the planner counts it as none.

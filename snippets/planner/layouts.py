@@ -87,9 +87,11 @@ def check_layout(layout, model, cluster, training=None):
     choice("layout.schedule", lay["schedule"], SCHEDULES)
     v = count("layout.chunks", lay["chunks"])
     if lay["schedule"] == "interleaved":
-        slots = stage_layers(layers, pp, False) if not lay[
-            "embedding_slots"
-        ] else [n + (i in (0, pp - 1)) for i, n in enumerate(stages)]
+        slots = (
+            stage_layers(layers, pp, False)
+            if not lay["embedding_slots"]
+            else [n + (i in (0, pp - 1)) for i, n in enumerate(stages)]
+        )
         if pp < 2 or v < 2 or any(n % v for n in slots):
             raise ValueError(
                 "layout.chunks must be 2 or more and divide the layers "
@@ -118,10 +120,7 @@ def check_layout(layout, model, cluster, training=None):
     lay["shard"] = shard * (1 if zero == "hsdp" else cp)
     if training is not None:
         lay["microbatches"] = microbatches(model, training, dp)
-        if (
-            lay["schedule"] == "interleaved"
-            and lay["microbatches"] % pp
-        ):
+        if lay["schedule"] == "interleaved" and lay["microbatches"] % pp:
             raise ValueError(
                 "the interleaved schedule runs micro-batches in groups "
                 f"of pp ({pp}): training.global_batch_tokens must give a "
@@ -186,7 +185,7 @@ def _result(m, c, t, lay, fit, flops=None):
 
 
 # --8<-- [start:search]
-from snippets.planner.cost import FIT, stage_layers  # noqa: E402
+from snippets.planner.cost import FIT  # noqa: E402
 
 
 def divisors(n):
@@ -278,9 +277,13 @@ def candidate_layouts(model, cluster, training, only=None):
                         counts[-1] += 1
                     for schedule, chunks in schedules(counts, pp, micro):
                         base = dict(
-                            dp=dp, tp=tp, pp=pp, cp=cp,
+                            dp=dp,
+                            tp=tp,
+                            pp=pp,
+                            cp=cp,
                             embedding_slots=slots,
-                            schedule=schedule, chunks=chunks,
+                            schedule=schedule,
+                            chunks=chunks,
                             sequence_parallel=only.get("sequence_parallel"),
                         )
                         for lay in _stages(m, c, t, recomputes, base, only):
@@ -295,7 +298,9 @@ def _stages(m, c, t, recomputes, base, only):
             continue
         if zero == 2 and base["pp"] > 1 and "zero" not in only:
             continue  # it keeps whole gradients there: ZeRO-1
-        for recompute in [only.get("recompute")] if "recompute" in only else recomputes:
+        for recompute in (
+            [only.get("recompute")] if "recompute" in only else recomputes
+        ):
             layout = dict(base, zero=zero, recompute=recompute)
             try:
                 yield check_layout(layout, m, c, t)

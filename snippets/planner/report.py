@@ -67,9 +67,9 @@ def answer(model, nodes, training, top=5):
         result["launch"] = {
             "rank": ranked.index(best) + 1,
             "layout": name(best["layout"]),
-            "command": launch_command(
-                model, nodes, training, best["layout"]
-            )[1],
+            "command": launch_command(model, nodes, training, best["layout"])[
+                1
+            ],
             "notes": launch_notes(training, best["layout"]),
         }
     if fitting and (not runnable or fitting[0] is not runnable[0]):
@@ -146,7 +146,9 @@ def text(result):
     """The answer as the command line prints it: a sentence, the table
     in aligned columns, the launch command and the mesh #1 needs."""
     table = [[heading for _, heading in result["columns"]], *cells(result)]
-    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    widths = [
+        max(len(line[i]) for line in table) for i in range(len(table[0]))
+    ]
     lines = [
         "  ".join(
             cell.ljust(w) if i == 1 else cell.rjust(w)
@@ -173,7 +175,7 @@ def html(result):
     )
     parts = [
         f"<p>{e(result['answer'])}</p>",
-        '<div class="planner-table"><table>'
+        '<div class="planner-table" style="overflow-x: auto"><table>'
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
         "</table></div>",
     ]
