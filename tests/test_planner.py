@@ -11,8 +11,15 @@ import time
 import pytest
 
 from course.fences import ROOT
+from snippets.activations.memory import activation_bytes_per_layer
 from snippets.planner import runs
-from snippets.planner.cost import FIT, ring_s, stage_layers
+from snippets.planner.cost import (
+    FIT,
+    layer_shape,
+    ring_s,
+    stage_layers,
+    stored_bytes,
+)
 from snippets.planner.layouts import (
     candidate_layouts,
     evaluate_layout,
@@ -66,6 +73,23 @@ def test_model_flops_are_the_measured_tables_definition(row):
     assert model_flops_per_token(runs.planner_model(row)) == (
         runs.model_flops_per_token(row)
     )
+
+
+@pytest.mark.parametrize(
+    ("tp", "sequence_parallel", "flash"),
+    [(1, False, False), (8, False, False), (8, True, False), (8, True, True)],
+)
+def test_gpt_activations_are_korthikanti_table_2(tp, sequence_parallel, flash):
+    """For GPT-3's layer the planner's general count (grouped KV heads,
+    gated MLPs, dropout or not) is the activation lab's Table 2."""
+    model = MODELS["gpt3-175b"]
+    lay = {"tp": tp, "cp": 1, "sequence_parallel": sequence_parallel}
+    training = {"micro_batch": 1, "flash_attention": flash}
+    mine = stored_bytes(model, training, lay, layer_shape(model))
+    theirs = activation_bytes_per_layer(
+        2048, 1, 12288, 96, tp, sequence_parallel, "none", flash
+    )
+    assert mine == pytest.approx(theirs)
 
 
 def test_a_gated_mlp_has_three_matrices():
