@@ -118,8 +118,8 @@ def stage_layers(layers, stages, embedding_slots):
     slots = layers + (2 if embedding_slots else 0)
     base, extra = divmod(slots, stages)
     counts = [base] * stages
-    middle = sorted(range(stages), key=lambda i: abs(2 * i - stages + 1))
-    for i in middle[:extra]:  # the fuller stages in the middle
+    start = (stages - extra) // 2  # the fuller stages in the middle
+    for i in range(start, start + extra):
         counts[i] += 1
     if embedding_slots:
         counts[0] -= 1
