@@ -1,29 +1,209 @@
-"""MkDocs hooks, listed under `hooks:` in mkdocs.yml.
+"""The site's MkDocs hooks (mkdocs.yml, `hooks:`): one `Build` per build.
 
-They tell course.execute which page MkDocs is rendering, so that a
-failing block is reported as docs/page.md:LINE and code run by a block
-can find the build it runs in (`execute.building.config.site_dir`).
-MkDocs loads this file by its path, as a module named "course/hooks.py"
-that `import course.hooks` would not share, so the state lives in
-course.execute.
+MkDocs loads this file afresh for every build, `mkdocs serve`'s
+rebuilds included, so what a build learns lives in one object and dies
+with it. It
 
-They also start the torchrun page's launch (course/measure.py) when the
-build starts, if a page of the build measures, so that it runs while
-the other pages are built.
+- runs the Python blocks (python, py and pycon fences): markdown-exec
+  runs them, course/execute.py adds the time limit and stops the build
+  on a failure with the page and line; a source="lab" block is laid out
+  output first (course/labs.py) with its Run tab (course/runner.py);
+- hands the search plugin a light copy of each page (code as plain
+  text, no inline SVG), which it reads several times faster;
+- gives the notebook pages the site's style instead of JupyterLab's
+  inlined CSS, and cell ids that do not change between builds;
+- keeps mkdocs-jupyter's cache under course/cache.py's key;
+- copies the npm files the site serves, writes the labs' archive and
+  the notebooks' downloads into the site (course/vendor.py, runner.py,
+  notebooks.py).
 """
 
-from course import execute, measure
+import itertools
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from markdown_exec import base_format, validator
+from markupsafe import Markup
+from mkdocs.plugins import event_priority
+
+from course import cache, execute, labs, notebooks, runner, vendor
+from course.fences import number_lines
+
+PYTHON_FENCES = ("python", "py", "pycon")
+PRE = re.compile(r"<pre\b[^>]*>(.*?)</pre>", re.DOTALL)
+NOT_CODE = re.compile(r"<(?!/?code\b)[^>]*>")  # any tag but <code>
+SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
+STYLE = re.compile(r"<style\b[^>]*>.*?</style>\s*", re.DOTALL)
+CELL_ID = re.compile(r'id="cell-id=[^"]*"')
+CODE_BOX = re.compile(r'(<div class="highlight-ipynb[^"]*">)<pre>')
 
 
-def on_files(files, *, config):
-    pages = files.documentation_pages()
-    if any("course.measure" in page.content_string for page in pages):
-        measure.start()
+@dataclass
+class Block:
+    code: str
+    session: str | None
 
 
-def on_page_markdown(markdown, *, page, config, files):
-    execute.building = execute.Building(page, config)
+@dataclass
+class Build:
+    page: object = None  # the page being rendered (mkdocs Page)
+    blocks: list = field(default_factory=list)  # its blocks so far
+    labs: int = 0  # its labs so far: their ids' prefix
+    full: dict = field(default_factory=dict)  # page URL -> its HTML
+    archive: str = ""  # the name of the labs' archive
+
+    def on_config(self, config):
+        """Python fences run through `self.format`; notebook cache."""
+        fences = config.mdx_configs.setdefault("pymdownx.superfences", {})
+        fences.setdefault("custom_fences", []).extend(
+            {
+                "name": name,
+                "class": "pycon" if name == "pycon" else "python",
+                "validator": validator,
+                "format": self.format,
+            }
+            for name in PYTHON_FENCES
+        )
+        if "mkdocs-jupyter" in config.plugins:
+            jupyter = config.plugins["mkdocs-jupyter"].config
+            jupyter["cache"] = cache.enabled()
+            if cache.enabled():
+                jupyter["cache_dir"] = str(cache.folder("notebooks"))
+        return config
+
+    def on_pre_build(self, config):
+        vendor.check()  # before the pages, not after
+        self.archive = runner.archive()[0]
+        # Under `mkdocs serve`, a lab edited since the last build must be
+        # imported afresh by the blocks that import it.
+        for name in [n for n in sys.modules if n.split(".")[0] == "snippets"]:
+            del sys.modules[name]
+
+    def on_page_markdown(self, markdown, page, config, files):
+        self.page, self.blocks, self.labs = page, [], 0
+        whole = page.file.content_string  # the body follows front matter
+        front = (
+            whole.removesuffix(markdown) if whole.endswith(markdown) else ""
+        )
+        return number_lines(markdown, first_line=front.count("\n") + 1)
+
+    def where(self, line):
+        """'docs/page.md:LINE' of the page being built."""
+        page = f"docs/{self.page.file.src_uri}" if self.page else "<page>"
+        return f"{page}:{line}" if line else page
+
+    def session_prefix(self):
+        """What the page's sessions are named after: its file's stem,
+        or its folder's for an index.md."""
+        path = Path(self.page.file.src_uri if self.page else "page.md")
+        if path.stem == "index" and path.parent.name:
+            return path.parent.name
+        return path.stem
+
+    def format(self, source, language, css_class, options, md, **kwargs):
+        """Superfences formatter of the Python fences: run the block,
+        stop the build when it fails."""
+        extra = dict(options["extra"])
+        where = self.where(extra.pop("line", None))
+        try:
+            limit = execute.time_limit(extra.pop("timeout", None), where)
+            session = self.session(options["session"], where)
+            code, shown = (
+                execute.pycon(source) if language == "pycon" else (source,) * 2
+            )
+            setup = [b.code for b in self.blocks if b.session == session]
+            self.blocks.append(Block(code, session))
+
+            def run(code, **_):
+                return execute.run(
+                    code, where=where, limit=limit, session=session
+                )
+
+            if options["source"] == "lab":
+                lab = labs.Lab(
+                    language=language,
+                    source=code,
+                    code=shown,
+                    session=session,
+                    output=run(code),
+                    html=options["html"],
+                    result=options["result"],
+                    idea=labs.idea(shown, labs.pick(extra.get("idea"))),
+                    runner=self.runner(code, setup if session else [], limit),
+                    stash={},
+                )
+                self.labs += 1
+                html = labs.render(md, lab, id_prefix=f"lab{self.labs}-")
+                return Markup(f'<div class="lab">{html}</div>')
+            return base_format(
+                language=language,
+                run=run,
+                code=source,
+                md=md,
+                transform_source=execute.pycon
+                if language == "pycon"
+                else None,
+                **{**options, "extra": extra},
+            )
+        except execute.SnippetError:
+            raise
+        except Exception as error:  # superfences would print it as code
+            raise execute.SnippetError(f"{where}: {error!r}") from error
+
+    def session(self, name, where):
+        """The block's session (None for none), named after its page:
+        markdown-exec shares a session's globals across pages."""
+        prefix = self.session_prefix()
+        if name and not re.fullmatch(rf"{re.escape(prefix)}(-[\w-]+)?", name):
+            raise execute.SnippetError(
+                f"{where}: session {name!r}: name it after its page, "
+                f"{prefix!r} or {prefix!r}-something (markdown-exec shares "
+                "a session's globals across pages)"
+            )
+        return name or None
+
+    def runner(self, code, setup, limit):
+        """The lab's Run tab data, or "" when the browser cannot run it."""
+        if not runner.offered(*setup, code):
+            return ""
+        return runner.element(
+            code,
+            setup=setup,
+            limit=limit,
+            page=self.page.file.src_uri if self.page else "",
+            archive_name=self.archive,
+        )
+
+    @event_priority(-100)  # after every other plugin's on_page_content
+    def on_page_content(self, html, page, config, files):
+        uri = page.file.src_uri
+        if uri.startswith("exercises/") and uri.endswith(".py"):  # notebook
+            html = STYLE.sub("", html)  # JupyterLab's 590 KB of CSS
+            numbers = itertools.count(1)
+            html = CELL_ID.sub(lambda m: f'id="cell-id={next(numbers)}"', html)
+            # code boxes scroll sideways: reachable by keyboard
+            html = CODE_BOX.sub(r'\1<pre tabindex="0">', html)
+        self.full[page.url] = html
+        html = SVG.sub("", html)
+        return PRE.sub(lambda m: f"<pre>{NOT_CODE.sub('', m[1])}</pre>", html)
+
+    @event_priority(-100)  # after the search plugin's on_page_context
+    def on_page_context(self, context, page, config, nav):
+        page.content = self.full.pop(page.url)
+        return context
+
+    def on_post_build(self, config):
+        vendor.copy(config.site_dir)
+        runner.write_archive(config.site_dir)
+        notebooks.publish(config.site_dir)
 
 
-def on_page_content(html, *, page, config, files):
-    execute.building = None
+build = Build()
+on_config = build.on_config
+on_pre_build = build.on_pre_build
+on_page_markdown = build.on_page_markdown
+on_page_content = build.on_page_content
+on_page_context = build.on_page_context
+on_post_build = build.on_post_build

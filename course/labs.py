@@ -11,8 +11,8 @@ renders as content tabs made from TABS, in order:
 - "Code": the full code, argument checks included, as it ran.
 
 - "Run in your browser": the same code in an editor, run by Pyodide in
-  the reader's browser (course/runner.py, docs/assets/run/); left out
-  for a block that imports what the browser lacks.
+  the reader's browser (`runner`: the data course/runner.py made for
+  it; docs/assets/run/); left out when the browser cannot run it.
 
 A tab is one entry in TABS: a title and a function from a Lab to the
 Markdown of the tab's body; a tab whose body is "" is left out.
@@ -22,6 +22,8 @@ import ast
 import hashlib
 import textwrap
 from dataclasses import dataclass
+
+from markdown_exec import MarkdownConverter
 
 CHECKS_MODULE = "snippets.checks"
 
@@ -36,6 +38,7 @@ class Lab:
     html: bool  # the output is HTML, inserted as it is
     result: str  # language of a text output; "": the output is Markdown
     idea: str  # the lines that carry the idea; "" for none
+    runner: str  # the runner's data element (course/runner.py), or ""
     stash: dict  # placeholder -> HTML, filled in after the conversion
 
 
@@ -59,8 +62,7 @@ def html(lab, markup):
     conversion ("" stays "")."""
     if not markup:
         return ""
-    # named after what it stands for, so one lab gives the same Markdown
-    # in every build (course/execute.py reuses the HTML of an unchanged lab)
+    # named after what it stands for: the same lab, the same Markdown
     digest = hashlib.sha256(str(markup).encode()).hexdigest()[:24]
     key = f'<div class="lab-stash-{len(lab.stash)}-{digest}"></div>'
     lab.stash[key] = markup
@@ -87,10 +89,7 @@ def code_tab(lab):
 
 
 def run_tab(lab):
-    from course import runner  # the build's; the tests import labs alone
-
-    # the code as the reader sees it (no "markdown-exec: hide" lines)
-    return html(lab, runner.block_html(lab.code, lab.language, lab.session))
+    return html(lab, lab.runner)
 
 
 # (tab title, Lab -> Markdown), in the order the tabs appear.
@@ -109,6 +108,13 @@ def tabbed(lab, tabs=TABS):
         if text:
             parts.append(f'=== "{title}"\n\n' + textwrap.indent(text, "    "))
     return "\n\n".join(parts)
+
+
+def render(md, lab, id_prefix):
+    """The HTML of the lab's tabs, converted as markdown-exec converts a
+    block's output; `id_prefix` keeps its ids apart from the page's."""
+    converter = MarkdownConverter(md, update_toc=False)
+    return converter.convert(tabbed(lab), stash=lab.stash, id_prefix=id_prefix)
 
 
 # --- the lines that carry the idea ----------------------------------------

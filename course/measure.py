@@ -13,11 +13,8 @@ runs while the pages before the torchrun page are built; the page's
 
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from pathlib import Path
 
-from course import cache
 from course.stress import torchrun
 from snippets.torchrun import report
 
@@ -54,42 +51,9 @@ def launch(args=PAGE_ARGS, nproc=2):
         return report.load(out)
 
 
-# Where the measurement's value is cached, and what its key follows:
-# train.py and every lab it imports, this module, the flags and torch.
-CACHED = {"namespace": "torchrun", "label": "compare"}
-
-
-def _keyed(args):
-    roots = ["snippets.torchrun.train", "course.measure"]
-    return {"roots": roots, "args": list(args), "packages": ["torch"]}
-
-
-# Launches started by `start` and not yet taken by `measure`, by key.
-_started = {}
-_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchrun")
-
-
-def start(args=PAGE_ARGS):
-    """Begin `launch(args)` in the background unless the cache holds its
-    result or it has begun already."""
-    where = cache.location(**CACHED, **_keyed(args))
-    if cache.enabled() and where.is_file():
-        return
-    if where not in _started:
-        _started[where] = _pool.submit(launch, args)
-
-
 def measure(args=PAGE_ARGS):
-    """`launch`, through the build's cache (off when CI is set): the
-    launch `start` began, or a new one."""
-
-    def compute():
-        begun = _started.pop(cache.location(**CACHED, **_keyed(args)), None)
-        runs = begun.result() if begun else launch(args)
-        return [asdict(r) for r in runs]
-
-    data = cache.cached(**CACHED, compute=compute, **_keyed(args))
-    return [report.Run.from_dict(d) for d in data]
+    """The runs of `launch(args)`."""
+    return launch(args)
 
 
 def main():

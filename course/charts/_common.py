@@ -1,6 +1,5 @@
 """What several charts share: the lesson's 7B model, the comms lab's
-job and the world sizes the curves sweep. Chart modules import it;
-it imports nothing, so it adds no lab to their keys."""
+job and the world sizes the curves sweep."""
 
 P7B = 7_000_000_000  # the 7B model used across the lesson
 # The job of the comms lab demo: 64-way DDP on H100s at 40% of the

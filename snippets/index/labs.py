@@ -27,7 +27,7 @@ def labs(root="snippets"):
         if (folder / "__main__.py").is_file():
             paths = [folder / "__init__.py"]
         else:
-            paths = sorted(folder.glob("*.py"))
+            paths = sorted(set(folder.glob("*.py")) - {folder / "__init__.py"})
         for path in paths:
             doc = ast.get_docstring(ast.parse(path.read_text()))
             parts = path.with_suffix("").parts

@@ -1,0 +1,1 @@
+"""The labs: snippets/<page>/<name>.py, one folder per page of the site."""

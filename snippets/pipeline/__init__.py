@@ -1,0 +1,1 @@
+"""The labs of docs/pipeline.md."""

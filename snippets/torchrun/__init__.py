@@ -1,0 +1,1 @@
+"""The training script of docs/torchrun.md and what it imports."""
