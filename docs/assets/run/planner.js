@@ -142,7 +142,8 @@ export function mountPlanner(form) {
     let answer;
     let started = clicked;
     try {
-      const ran = await runCode(code, {
+      const ran = await runCode({
+        code,
         onEvent: (e) => {
           if (e.type === "loading") {
             status.textContent = "Loading Python (first plan only)…";

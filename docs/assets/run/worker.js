@@ -1,57 +1,75 @@
 // The Python of the "Run in your browser" tab: a module worker that
-// run.js starts on the first Run click of a page. It loads Pyodide from
-// the site's own files (assets/pyodide/), unpacks the labs' archive
-// (assets/run/snippets-<sha>.zip) into its file system, and runs blocks
-// with python.js. No other host is ever asked for anything.
+// run.js starts on a page's first Run. It loads Pyodide from the site's
+// own files (assets/pyodide/), unpacks the labs' archive
+// (assets/run/snippets-<sha>.zip) and runs blocks. No other host is
+// ever asked for anything.
 //
-// Messages in:  {id, code, session, pyodideURL, archiveURL}
-// Messages out: {id, type: "loading"}   first run only, before loading
-//               {id, type: "started"}   the block's code starts now
-//               {id, type: "done", output, error}
-// `output` is what the block printed; `error` is null, or the Python
-// traceback's text. A block that never returns is ended by run.js,
-// which terminates this worker and starts a fresh one.
+// In:  {id, code, setup, pyodideURL, archiveURL}
+// Out: {id, type: "loading"}   first run only, before loading
+//      {id, type: "started"}   the block's code starts now
+//      {id, type: "done", output, error}
+// `output` is what the block printed, `error` null or the traceback's
+// text. run.js ends a block that runs too long by terminating this
+// worker.
 
-import { startPython } from "./python.js";
+// As markdown-exec runs a block in the build: fresh globals (the setup
+// blocks run in them first, their output dropped), print captured (its
+// arguments joined by spaces, then `end`), sys.stdout too; an error
+// comes back as its traceback, without the frame of _run.
+const RUNNER = `
+import io, linecache, sys, traceback, types
 
-let ready = null; // a promise of run(code, session), made on first use
 
-async function sha256Hex(bytes) {
-  const digest = await crypto.subtle.digest("SHA-256", bytes);
-  return Array.from(new Uint8Array(digest), (b) =>
-    b.toString(16).padStart(2, "0"),
-  ).join("");
-}
+def _run(setup, code):
+    scope = {"__name__": "_course_block"}
+    sys.modules["_course_block"] = types.ModuleType("_course_block")
+    for n, text in enumerate([*setup, code]):
+        buffer = io.StringIO()
 
-async function fetchArchive(archiveURL) {
-  const response = await fetch(archiveURL);
-  if (!response.ok) {
-    throw new Error(`${archiveURL}: HTTP ${response.status}`);
-  }
-  const bytes = await response.arrayBuffer();
-  // The archive is named after its sha256: a file that does not match
-  // its name is not the one the page was built with. (crypto.subtle
-  // exists on https and on 127.0.0.1, where the site is read.)
-  const named = archiveURL.match(/snippets-([0-9a-f]{16})\.zip$/);
-  if (named && self.crypto && crypto.subtle) {
-    const actual = (await sha256Hex(bytes)).slice(0, 16);
-    if (actual !== named[1]) {
-      throw new Error(`${archiveURL}: its sha256 starts ${actual}`);
-    }
-  }
-  return bytes;
-}
+        def _print(*texts, end="\\n", **_):
+            buffer.write(" ".join(str(t) for t in texts) + end)
+
+        scope["print"] = _print
+        filename = f"<block {n}>"
+        lines = text.splitlines(keepends=True)
+        linecache.cache[filename] = (len(text), None, lines, filename)
+        stdout, sys.stdout = sys.stdout, buffer
+        try:
+            exec(compile(text, filename, "exec"), scope)
+        except BaseException as error:
+            trace = traceback.TracebackException.from_exception(error)
+            del trace.stack[0]  # _run's own frame
+            why = "".join(trace.format())
+            if n < len(setup):
+                why = "An earlier block of this session failed:\\n" + why
+            return buffer.getvalue(), why
+        finally:
+            sys.stdout = stdout
+    return buffer.getvalue(), None
+`;
+
+const LABS = "/home/pyodide/labs"; // first on sys.path, as in the build
+let ready = null; // a promise of the _run function, made on first use
 
 async function start(pyodideURL, archiveURL) {
-  const [{ loadPyodide }, archive] = await Promise.all([
+  const [{ loadPyodide }, response] = await Promise.all([
     import(new URL("pyodide.mjs", pyodideURL).href),
-    fetchArchive(archiveURL),
+    fetch(archiveURL),
   ]);
-  return startPython(loadPyodide, pyodideURL, archive);
+  if (!response.ok) throw new Error(`${archiveURL}: HTTP ${response.status}`);
+  const pyodide = await loadPyodide({ indexURL: pyodideURL, packages: [] });
+  pyodide.FS.mkdirTree(LABS);
+  pyodide.unpackArchive(await response.arrayBuffer(), "zip", {
+    extractDir: LABS,
+  });
+  pyodide.FS.chdir(LABS);
+  pyodide.runPython(`import sys\nsys.path.insert(0, ${JSON.stringify(LABS)})`);
+  pyodide.runPython(RUNNER);
+  return pyodide.globals.get("_run");
 }
 
 self.onmessage = async (event) => {
-  const { id, code, session, pyodideURL, archiveURL } = event.data;
+  const { id, code, setup, pyodideURL, archiveURL } = event.data;
   let run;
   try {
     if (ready === null) {
@@ -63,7 +81,7 @@ self.onmessage = async (event) => {
     }
     run = await ready;
   } catch (error) {
-    const why = error && error.message ? error.message : String(error);
+    const why = error?.message ?? String(error);
     self.postMessage({
       id,
       type: "done",
@@ -73,6 +91,8 @@ self.onmessage = async (event) => {
     return;
   }
   self.postMessage({ id, type: "started" });
-  const { output, error } = run(code, session);
-  self.postMessage({ id, type: "done", output, error });
+  const result = run(setup, code);
+  const [output, error] = result.toJs();
+  result.destroy();
+  self.postMessage({ id, type: "done", output, error: error ?? null });
 };
