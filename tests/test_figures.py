@@ -18,7 +18,7 @@ from course import cache
 from course.charts import course_map, strategy, zero_stages
 from course.charts._common import COMMS_JOB, P7B
 from course.fences import ROOT
-from course.figures import draw, figure, module, names
+from course.figures import draw, figure, names
 from snippets.comms.cost import comms_cost
 from snippets.ddp.allreduce import allreduce_bytes
 from snippets.pipeline.bubble import bubble_fraction
@@ -228,93 +228,17 @@ def test_pages_name_only_known_figures():
     assert len(named) == len(set(named)), "a figure is printed twice"
 
 
-BUBBLE = (
-    "import sys\n"
-    "from course.figures import figure\n"
-    "html = figure('bubble')\n"
-    "print('drew' if 'matplotlib' in sys.modules else 'cached')\n"
-    "print(html)\n"
-)
-# An edit to the bubble lab that the chart shows: every fraction halved.
-HALVED = (
-    "\n_bubble_fraction = bubble_fraction\n\n\n"
-    "def bubble_fraction(*args, **kwargs):\n"
-    "    return _bubble_fraction(*args, **kwargs) / 2\n"
-)
-
-
-def test_editing_a_lab_a_chart_imports_redraws_it(tmp_path):
-    """The cache keeps a chart until a file it imports changes: a prose
-    or unrelated lab edit costs no drawing, a change to the bubble lab
-    redraws the bubble chart, with the new numbers."""
+def test_the_cache_key_follows_the_labs_and_the_build_code(tmp_path):
+    """One key for every chart: an edit under snippets/ or course/
+    changes it (every chart is drawn again), an edit elsewhere does not."""
     project = project_copy(tmp_path)
-    first = python(BUBBLE, project).split("\n", 1)
-    assert first[0] == "drew"
-    assert f"{bubble_fraction(4, 16):.1%}" in first[1]
-    unrelated = project / "snippets" / "ladder" / "split.py"
-    unrelated.write_text(unrelated.read_text() + "\n# edited\n")
-    assert python(BUBBLE, project).split("\n", 1) == ["cached", first[1]]
+    (project / "docs").mkdir()
+    before = cache.key(project)
+    (project / "docs" / "page.md").write_text("prose\n")
+    assert cache.key(project) == before
     lab = project / "snippets" / "pipeline" / "bubble.py"
-    lab.write_text(lab.read_text() + HALVED)
-    drawn, html = python(BUBBLE, project).split("\n", 1)
-    assert drawn == "drew"
-    assert f"{bubble_fraction(4, 16) / 2:.1%}" in html
-    assert f"{bubble_fraction(4, 16):.1%}" not in html
-
-
-# A lab -> the charts whose modules import it, directly or not. The
-# schedule lab's demo imports the bubble lab; the planner's cost model
-# imports both labs, and both planner charts import it.
-REDRAWN = {
-    "snippets/pipeline/bubble.py": {
-        "bubble",
-        "schedule",
-        "planner",
-        "planner-accuracy",
-    },
-    "snippets/zero/memory.py": {
-        "memory",
-        "zero-stages",
-        "torchrun",
-        "planner",
-        "planner-accuracy",
-    },
-}
-
-
-@pytest.mark.parametrize("lab", REDRAWN)
-def test_each_chart_is_keyed_on_the_labs_it_imports_only(lab, tmp_path):
-    """figure() keys a chart on its own module (course/charts/NAME.py)
-    and what that imports: an edited lab changes the keys of the charts
-    that import it and leaves the others cached."""
-    project = project_copy(tmp_path)
-
-    def keys():
-        return {n: cache.key(module(n), root=project) for n in names()}
-
-    before = keys()
-    path = project / lab
-    path.write_text(path.read_text() + "\n# edited\n")
-    after = keys()
-    changed = {n for n in names() if after[n] != before[n]}
-    assert changed == REDRAWN[lab]
-
-
-def test_a_lab_edited_while_serving_is_drawn_from_its_new_source(tmp_path):
-    """`mkdocs serve` keeps one Python: after a lab edit the chart must
-    not be drawn with the module imported before the edit."""
-    project = project_copy(tmp_path)
-    lab = project / "snippets" / "pipeline" / "bubble.py"
-    code = (
-        "import pathlib\n"
-        "from course.figures import figure\n"
-        "before = figure('bubble')\n"
-        f"lab = pathlib.Path({str(lab)!r})\n"
-        f"lab.write_text(lab.read_text() + {HALVED!r})\n"
-        "print(figure('bubble'))\n"
-    )
-    html = python(code, project)
-    assert f"{bubble_fraction(4, 16) / 2:.1%}" in html
+    lab.write_text(lab.read_text() + "\n# edited\n")
+    assert cache.key(project) != before
 
 
 # --- the diagrams -----------------------------------------------------
@@ -330,10 +254,12 @@ def test_new_figures_state_the_labs_numbers(figures):
 
 
 def test_course_map_follows_the_nav():
-    from tests.browser.test_browser_figures import lesson_files
+    from tests.browser.test_pages import lesson_pages
 
-    pages = [page for page, _, _ in course_map.COURSE_MAP]
-    assert pages == lesson_files()[1:]
+    pages = {page for page, _, _ in course_map.COURSE_MAP}
+    assert {f.removesuffix(".md") + "/" for f in pages} == lesson_pages() - {
+        ""
+    }
 
 
 def test_strategy_chart_asks_what_choose_strategy_answers():

@@ -15,6 +15,8 @@ from course.stress import ROOT, environment
 from snippets.planner.command import launch_command
 from snippets.planner.report import plan
 
+pytestmark = pytest.mark.slow  # torchrun launches
+
 TINY = dict(
     layers=2,
     hidden=32,

@@ -4,7 +4,6 @@ import re
 
 from mkdocs.config import load_config
 
-from course import execute
 from course.fences import ROOT
 
 CONFIG = load_config(str(ROOT / "mkdocs.yml"))
@@ -27,11 +26,17 @@ def test_build_is_strict_and_makes_no_third_party_requests():
         assert cdn not in text.lower(), f"mkdocs.yml mentions {cdn}"
 
 
-def test_python_fences_run_through_the_strict_formatter():
-    fences = CONFIG.mdx_configs["pymdownx.superfences"]["custom_fences"]
+def test_python_fences_run_through_the_build_and_links_are_checked():
+    """course/hooks.py, the one hook, runs the Python fences; MkDocs
+    itself stops the strict build on a broken link or anchor."""
+    assert list(CONFIG.hooks) == ["course/hooks.py"]
+    config = CONFIG.plugins.on_config(load_config(str(ROOT / "mkdocs.yml")))
+    fences = config.mdx_configs["pymdownx.superfences"]["custom_fences"]
     by_name = {fence["name"]: fence["format"] for fence in fences}
     for language in ("python", "py", "pycon"):
-        assert by_name[language] is execute.formatter, language
+        assert getattr(by_name[language], "__self__", None) is not None
+    links = CONFIG.validation.links
+    assert links.not_found == links.anchors == links.absolute_links == 30
 
 
 def test_every_page_is_in_the_nav():

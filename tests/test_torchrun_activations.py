@@ -24,6 +24,8 @@ from snippets.torchrun.activations import (
 from snippets.torchrun.config import ModelConfig, TrainConfig
 from snippets.torchrun.model import Block, batch, build_model
 
+pytestmark = pytest.mark.slow  # torchrun launches
+
 # (seq_len, micro_batch, d_model, n_heads, d_ff): heads 1 and 4, seq_len
 # 16 and 64, micro-batch 1 and 3, d_ff = 4 x d_model and not.
 SHAPES = [

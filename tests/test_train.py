@@ -18,6 +18,8 @@ from snippets.ddp.allreduce import allreduce_bytes
 from snippets.torchrun import config, report
 from snippets.torchrun.report import LOSS_TOLERANCE
 
+pytestmark = pytest.mark.slow  # torchrun launches
+
 ENV = environment()
 
 

@@ -1,84 +1,114 @@
-"""Fixtures for the browser tests: the built site served on 127.0.0.1,
-one headless Chromium per session, a recording context per test, and
-screenshots of the page in both palettes when a page test fails."""
+"""The browser tests: the built site (make build) served on 127.0.0.1,
+driven in Debian's Chromium by pytest-playwright.
+
+Every test's page aborts and records any request to another host, and
+records console errors, uncaught exceptions and HTTP errors; a test
+with any of them fails. On a failure pytest-playwright keeps a
+screenshot in test-results/ (--screenshot only-on-failure).
+"""
+
+import functools
+import http.server
+import threading
+from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
 
-from course import browser
-from tests.browser.checks import Visit
+from course import runner
+from course.fences import ROOT
+
+SITE = ROOT / "site"
+CHROMIUM = "/usr/bin/chromium"
+LAPTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+def site_pages(site=SITE):
+    """Site paths of the built pages: '' (home), 'zero/', ..."""
+    found = sorted(Path(site).rglob("index.html"))
+    paths = [p.parent.relative_to(site).as_posix() + "/" for p in found]
+    return ["" if p == "./" else p for p in paths]
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+        ],
+    }
 
 
 @pytest.fixture(scope="session")
 def site():
-    try:
-        return browser.require_site()
-    except browser.SiteMissing as error:
-        pytest.fail(str(error), pytrace=False)
+    """The built site, if it holds the labs of this checkout."""
+    name, _ = runner.archive()
+    if not (SITE / runner.RUN_DIR / name).is_file():
+        pytest.fail(
+            f"{SITE} is missing or was built from other labs (no {name}): "
+            "run `make build` first",
+            pytrace=False,
+        )
+    return SITE
 
 
 @pytest.fixture(scope="session")
 def base_url(site):
-    with browser.serve(site) as url:
-        yield url
-
-
-# Module scope: Playwright's sync API keeps an event loop running while it
-# is open, which breaks asyncio.run() in the tests that come after
-# (nbclient in tests/test_notebooks.py); closing it per module ends it.
-@pytest.fixture(scope="module")
-def chromium():
-    with sync_playwright() as p:
-        try:
-            launched = browser.launch(p)
-        except browser.BrowserMissing as error:
-            pytest.fail(str(error), pytrace=False)
-        yield launched
-        launched.close()
+    quiet = type("Quiet", (http.server.SimpleHTTPRequestHandler,), {})
+    quiet.log_message = lambda *args: None
+    handler = functools.partial(quiet, directory=str(site))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+        server.shutdown()
 
 
 @pytest.fixture
-def visit(chromium, base_url):
-    """A fresh, recording browser context: visit(path) -> Visit."""
-    opened = []
-
-    def open_(path):
-        v = Visit(chromium, base_url)
-        opened.append(v)
-        v.goto(path)
-        return v
-
-    yield open_
-    for v in opened:
-        v.close()
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": LAPTOP}
 
 
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_makereport(item, call):
-    report = yield
-    if report.when != "call" or not report.failed:
-        return report
-    callspec = getattr(item, "callspec", None)
-    path = callspec.params.get("page_path") if callspec else None
-    chromium = item.funcargs.get("chromium")
-    base_url = item.funcargs.get("base_url")
-    if path is None or chromium is None or base_url is None:
-        return report
-    written = []
-    for scheme in browser.PALETTES:
-        try:
-            written.append(
-                browser.screenshot_page(
-                    chromium, base_url, path, browser.SCREENSHOTS, scheme
-                )
-            )
-        except Exception as error:  # keep the real failure visible
-            report.sections.append(
-                ("screenshot", f"could not take a screenshot: {error}")
-            )
-    if written:
-        names = ", ".join(
-            p.relative_to(browser.ROOT).as_posix() for p in written
-        )
-        report.sections.append(("screenshots", names))
-    return report
+@pytest.fixture
+def page(page, base_url):
+    """pytest-playwright's page, kept on 127.0.0.1, with what went wrong
+    in `page.problems`: the test fails if any remain."""
+    problems = page.problems = []
+
+    def route(route):
+        url = route.request.url
+        if url.startswith((base_url, "data:", "blob:")):
+            return route.continue_()
+        problems.append(f"request to another host: {url}")
+        return route.abort()
+
+    page.context.route("**/*", route)
+    page.on(
+        "console",
+        lambda m: m.type == "error" and problems.append(f"console: {m.text}"),
+    )
+    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
+    page.on(
+        "response",
+        lambda r: r.status >= 400 and problems.append(f"{r.status} {r.url}"),
+    )
+    yield page
+    assert not problems, "\n".join(problems)
+
+
+@pytest.fixture
+def detect(page):
+    """detect(name, *args): the problems tests/browser/detectors.js's
+    function `name` finds on the page."""
+    source = (Path(__file__).with_name("detectors.js")).read_text()
+
+    def run(name, *args):
+        script = f"(args) => {{ {source}\nreturn {name}(...args); }}"
+        return page.evaluate(script, list(args))
+
+    return run

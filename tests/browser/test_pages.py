@@ -1,0 +1,90 @@
+"""Every page of the built site in Chromium, at laptop and phone width
+and in both palettes: it loads from 127.0.0.1 alone without an error;
+nothing is wider than its box (and at laptop width no output needs its
+scroll box); text in boxes and figures is not too small; figures and
+formulas are named and drawn; no copy button covers code; axe-core
+finds nothing serious; the page stays within its weight. Search finds
+the lesson's words. The detectors are in detectors.js."""
+
+from urllib.parse import urlsplit
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from mkdocs.utils.yaml import yaml_load
+
+from course.fences import ROOT
+from tests.browser.conftest import LAPTOP, PHONE, site_pages
+
+PAGES = site_pages()
+VIEWS = {
+    "laptop-light": (LAPTOP, "light"),
+    "phone-light": (PHONE, "light"),
+    "laptop-dark": (LAPTOP, "dark"),
+}
+BOX_TEXT_PX = 15  # admonitions, answers and tables at laptop width
+FIGURE_TEXT_PX = 11  # figure text at phone width
+WEIGHT_BYTES = 1_000_000  # what a page loads before any Run
+AXE = Axe()
+
+
+def lesson_pages():
+    """The home page, the Lesson section of the nav and torchrun: each
+    shows at least one figure."""
+    with open(ROOT / "mkdocs.yml", "rb") as file:
+        nav = yaml_load(file)["nav"]
+    lesson = next(e["Lesson"] for e in nav if "Lesson" in e)
+    files = [next(iter(e.values())) for e in lesson] + ["torchrun.md"]
+    return {""} | {f.removesuffix(".md") + "/" for f in files}
+
+
+def test_the_site_has_its_pages():
+    assert len(PAGES) >= 19 and lesson_pages() <= set(PAGES), PAGES
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+@pytest.mark.parametrize("path", PAGES)
+def test_page(page, base_url, detect, path, view):
+    size, scheme = VIEWS[view]
+    page.set_viewport_size(size)
+    page.emulate_media(color_scheme=scheme, reduced_motion="reduce")
+    page.goto(base_url + path, wait_until="networkidle")
+    laptop = size is LAPTOP
+    problems = detect("wide", laptop) + detect("covered") + detect("unnamed")
+    if laptop:
+        problems += detect("small", "boxes", BOX_TEXT_PX)
+        axe = AXE.run(page).response["violations"]
+        problems += [
+            f"axe {v['id']} ({v['impact']}): {v['help']}, "
+            f"{len(v['nodes'])} element(s)"
+            for v in axe
+            if v["impact"] in ("serious", "critical")
+        ]
+    else:
+        problems += detect("small", "figures", FIGURE_TEXT_PX)
+    if path.startswith("exercises/ms"):
+        problems += detect("notebook")
+    if path in lesson_pages() and not page.locator("figure svg").count():
+        problems.append("a lesson page without a figure")
+    if view == "laptop-light":
+        loaded = page.evaluate(
+            "performance.getEntries().reduce((n, e) =>"
+            " n + (e.decodedBodySize || 0), 0)"
+        )
+        if loaded > WEIGHT_BYTES:
+            problems.append(f"loads {loaded:,} bytes, over {WEIGHT_BYTES:,}")
+    assert not problems, f"/{path} ({view}):\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    "query, found",
+    [("all-reduce", "ddp/"), ("ZeRO-3", "zero/"), ("bubble", "pipeline/")],
+)
+def test_search_finds_the_page(page, base_url, query, found):
+    page.goto(base_url)
+    box = page.locator("input.md-search__input")  # in the laptop header
+    box.click()
+    box.press_sequentially(query)
+    results = page.locator(".md-search-result__list > li > a")
+    results.first.wait_for()
+    top = [urlsplit(a.get_attribute("href")).path for a in results.all()[:3]]
+    assert f"/{found}" in top, top

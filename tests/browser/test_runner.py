@@ -1,0 +1,199 @@
+"""Run in your browser, in Chromium, on the built site.
+
+Every lab the site offers prints, under Pyodide, exactly what its page
+records; after a reader's edit it prints exactly what CPython prints
+for the edited code. Python loads on the first Run only, from the
+site's own files. An error shows its traceback; Stop and the time limit
+end a loop, and the next Run starts a fresh Python. The runner passes
+axe-core.
+"""
+
+import json
+import re
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from sybil import Document
+
+from course import execute, runner
+from course.fences import ROOT
+from tests.browser.conftest import SITE, site_pages
+from tests.docblocks import PAGES, code, parse
+
+ELEMENT = re.compile(
+    r'<script type="application/json" data-course-runner>(.*?)</script>'
+)
+RUN_MS = 90_000  # a page's first Run loads Pyodide: generous on 2 cores
+EDIT = 'print(sorted(n for n in globals() if n[0] != "_")[-3:])'
+
+
+def runners(path):
+    """The runner data of a built page, in page order."""
+    html = (SITE / path / "index.html").read_text(encoding="utf-8")
+    return [json.loads(m) for m in ELEMENT.findall(html)]
+
+
+def records():
+    """{(page, code): recorded output} of every lab block of docs/."""
+    found = {}
+    for path in PAGES:
+        for example in Document.parse(str(path), parse):
+            block = example.parsed
+            if block.options.get("source") == "lab":
+                page = path.relative_to(ROOT / "docs").as_posix()
+                found[page, code(block)] = block.record
+    return found
+
+
+RECORDS = records()
+LAB_PAGES = [p for p in site_pages() if runners(p)]
+
+
+def in_cpython(setup, source):
+    """What the build's runner prints for `source` after `setup`."""
+    session = f"browser-{id(source)}"
+    for earlier in setup:
+        execute.run(earlier, where=session, session=session)
+    return execute.run(source, where=session, session=session)
+
+
+def open_runner(page, n):
+    """The n-th runner of the page, shown as a reader shows it: the
+    answers it sits in opened, then its tab."""
+    box = page.locator(".course-runner").nth(n)
+    for fold in box.locator("xpath=ancestor::details").all():
+        if fold.get_attribute("open") is None:
+            fold.locator(":scope > summary").click()
+    tabs = box.locator(
+        "xpath=ancestor::div[contains(@class, 'tabbed-set')][1]"
+    )
+    tabs.locator(
+        ".tabbed-labels > label", has_text="Run in your browser"
+    ).click()
+    return box
+
+
+def type_over(box, text):
+    """Select the editor's code and type `text` over it, as a reader."""
+    editor = box.locator(".course-runner__editor")
+    editor.click()
+    editor.press("Control+a")
+    editor.press("Delete")
+    editor.press_sequentially(text)
+
+
+def run(box, expect="done|error|stopped"):
+    """Click Run; (state, output text) once the run has ended."""
+    box.get_by_role("button", name="Run", exact=True).click()
+    box.page.wait_for_function(
+        f"box => /^({expect})$/.test(box.dataset.state)",
+        arg=box.element_handle(),
+        timeout=RUN_MS,
+    )
+    output = box.locator(".course-runner__output").text_content()
+    return box.get_attribute("data-state"), output
+
+
+def test_the_site_offers_every_lab_it_can():
+    """A lab gets a runner unless it or an earlier block of its session
+    imports what the browser's Python lacks; none may go missing."""
+    offered = sum(len(runners(p)) for p in site_pages())
+    labs = [key for key in RECORDS]
+    assert offered >= 40 and offered <= len(labs), (offered, len(labs))
+    for path in LAB_PAGES:
+        for data in runners(path):
+            assert (data["page"], data["source"]) in RECORDS, data["page"]
+
+
+@pytest.mark.parametrize("path", LAB_PAGES)
+def test_every_lab_prints_its_record_and_an_edit_what_cpython_prints(
+    page, base_url, path
+):
+    page.goto(base_url + path)
+    loaded = []
+    page.on("request", lambda r: loaded.append(r.url))
+    data = runners(path)
+    wrong = []
+    for n, lab in enumerate(data):
+        box = open_runner(page, n)
+        if n == 0:
+            assert not any("pyodide" in url for url in loaded), loaded
+        state, shown = run(box)
+        want = RECORDS[lab["page"], lab["source"]]
+        if (state, shown.rstrip("\n")) != ("done", want):
+            wrong.append(f"{lab['page']} lab {n + 1} ({state}):\n{shown}")
+    for n, lab in enumerate(data):
+        box = page.locator(".course-runner").nth(n)
+        box.get_by_role("button", name="Reset").click()
+        editor = box.locator(".course-runner__editor")
+        editor.click()
+        for key in ("Control+End", "Enter", "Shift+Home", "Delete"):
+            editor.press(key)  # a new line, its indentation removed
+        editor.press_sequentially(EDIT)
+        edited = editor.text_content()
+        state, shown = run(box)
+        want = in_cpython(lab["setup"], edited)
+        if (state, shown) != ("done", want):
+            wrong.append(
+                f"{lab['page']} lab {n + 1} edited ({state}):\n{shown}"
+            )
+    assert not wrong, "\n\n".join(wrong)
+    name, _ = runner.archive()
+    assert any(url.endswith("pyodide.asm.wasm") for url in loaded)
+    assert any(url.endswith(name) for url in loaded)
+
+
+@pytest.fixture
+def zero(page, base_url):
+    """The ZeRO page's first runner, its tab open."""
+    page.goto(base_url + "zero/")
+    return open_runner(page, 0)
+
+
+def test_an_error_shows_the_python_traceback(zero):
+    type_over(zero, "total = 1\ntotal / 0")
+    state, shown = run(zero)
+    assert state == "error", shown
+    assert shown.rstrip().endswith("ZeroDivisionError: division by zero")
+
+
+def test_stop_and_the_time_limit_end_a_loop(page, base_url):
+    """The limit is the build's (course/execute.py); here the page is
+    served with a limit of 2 s to watch it act."""
+    page.route(
+        f"{base_url}zero/",
+        lambda route: route.fulfill(
+            response=route.fetch(),
+            body=route.fetch().text().replace('"limit": 60.0', '"limit": 2'),
+        ),
+    )
+    page.goto(base_url + "zero/")
+    box = open_runner(page, 0)
+    type_over(box, "while True:\n    pass")
+    box.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_function(
+        "box => box.dataset.state === 'running'",
+        arg=box.element_handle(),
+        timeout=RUN_MS,
+    )
+    box.get_by_role("button", name="Stop").click()
+    assert (
+        "Stopped (Stop)"
+        in box.locator(".course-runner__output").text_content()
+    )
+    state, shown = run(box)
+    assert state == "stopped" and "time limit of 2 s" in shown, shown
+    box.get_by_role("button", name="Reset").click()
+    state, _ = run(box)
+    assert state == "done"
+
+
+def test_the_runner_passes_axe(zero):
+    run(zero)
+    found = Axe().run(zero.page, context=".course-runner").response
+    serious = [
+        v["id"]
+        for v in found["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+    assert not serious, serious

@@ -1,0 +1,215 @@
+"""The build's hooks (course/hooks.py), in-process, as markdown-exec tests
+its formatters: a page's Markdown converted with the site's extensions
+and one `Build`. A failing or hanging block stops the build naming its
+page and line; a lab reads output first, with the Run tab the browser
+can use; the search index gets a light copy of the page."""
+
+import re
+from types import SimpleNamespace
+
+import markdown
+import pytest
+from markdown_exec import markdown_config
+from mkdocs.config import load_config
+
+from course import execute, hooks, labs
+from course.fences import ROOT
+
+CONFIG = load_config(str(ROOT / "mkdocs.yml"))
+BEFORE = "# A page\n\nSome prose.\n\n"  # the fence opens on line 5
+LAB = '''
+from snippets.checks import number
+
+
+def state_GB(params, bytes_per_param=16):
+    """Weights, gradients and optimizer state."""
+    number("params", params)
+    if bytes_per_param > 100:
+        raise ValueError("too many bytes")
+    return params * bytes_per_param / 1e9
+
+
+print(f"{state_GB(7e9):.0f} GB")
+'''.lstrip()
+
+
+@pytest.fixture
+def page():
+    """page(text) -> the HTML the build makes of docs/page.md = text."""
+    build = hooks.Build()
+    config = SimpleNamespace(
+        mdx_configs={k: dict(v) for k, v in CONFIG.mdx_configs.items()},
+        plugins={},
+    )
+    build.on_config(config)
+    markdown_config.save(CONFIG.markdown_extensions, config.mdx_configs)
+
+    def render(text, uri="page.md"):
+        file = SimpleNamespace(src_uri=uri, content_string=text)
+        numbered = build.on_page_markdown(
+            text, page=SimpleNamespace(file=file), config=None, files=None
+        )
+        md = markdown.Markdown(
+            extensions=CONFIG.markdown_extensions,
+            extension_configs=config.mdx_configs,
+        )
+        return md.convert(numbered)
+
+    yield render
+    markdown_config.reset()
+
+
+def fence(code, options='source="lab" result="text" session="page"'):
+    return f'{BEFORE}```python exec="on" {options}\n{code}```\n'
+
+
+def text(html):
+    return re.sub(r"<[^>]+>", "", html)
+
+
+RAISING = {
+    "python": (
+        "total = 1\ntotal / 0\n",
+        "ZeroDivisionError: division by zero",
+    ),
+    "pycon": (">>> 1 / 0\n", "ZeroDivisionError: division by zero"),
+    "included lab": (
+        '--8<-- "snippets/ddp/allreduce.py:model"\n\nallreduce_bytes(0)\n',
+        "ValueError: params must be >",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(RAISING))
+def test_a_raising_block_stops_the_build_naming_its_line(page, kind):
+    code, last = RAISING[kind]
+    language = "pycon" if kind == "pycon" else "python"
+    text = f'{BEFORE}```{language} exec="on"\n{code}```\n'
+    with pytest.raises(execute.SnippetError) as stopped:
+        page(text)
+    assert str(stopped.value).startswith(
+        f"docs/page.md:5: code block raised {last}"
+    )
+
+
+def test_a_hanging_block_is_stopped_by_its_time_limit(page, monkeypatch):
+    # A sleep, not a busy loop: the abandoned thread ends on its own.
+    sleep = "import time\ntime.sleep(3)\n"
+    with pytest.raises(
+        execute.SnippetError, match="still running after 0.5 s"
+    ):
+        page(fence(sleep, 'timeout="0.5"'))
+    monkeypatch.setenv("SNIPPET_TIMEOUT", "0.5")
+    with pytest.raises(
+        execute.SnippetError, match="page.md:5: code block still"
+    ):
+        page(fence(sleep, ""))
+    with pytest.raises(execute.SnippetError) as refused:
+        page(fence("print(1)\n", 'timeout="soon"'))
+    assert str(refused.value) == (
+        "docs/page.md:5: timeout (or SNIPPET_TIMEOUT) must be a positive "
+        "number of seconds, got 'soon'"
+    )
+
+
+def test_the_line_counts_the_front_matter(page):
+    with pytest.raises(execute.SnippetError, match="docs/page.md:8: code"):
+        page("---\nprose_numbers: [1]\n---\n" + fence("1 / 0\n", ""))
+
+
+def test_a_session_is_named_after_its_page(page):
+    with pytest.raises(execute.SnippetError, match="name it after its page"):
+        page(fence("print(1)\n", 'session="other"'))
+    assert "42" in page(fence("print(42)\n", 'session="page-two"'))
+
+
+def test_a_lab_shows_its_output_first_and_its_full_code_a_tab_away(page):
+    html = page(fence(LAB))
+    labels = re.findall(r"<label[^>]*>([^<]+)</label>", html)
+    assert labels == [title for title, _ in labs.TABS]
+    output = html.index("112 GB")
+    idea = html.index("The lines that do the work")
+    full = html.index("Full code, as it ran")
+    assert output < idea < full
+    assert 'number("params", params)' in text(html[full:])
+    assert "number(" not in text(html[idea:full])  # checks left out
+
+
+def test_a_printed_markdown_table_becomes_a_table(page):
+    table = 'print("| a | b |")\nprint("| --- | --- |")\nprint("| 1 | 2 |")\n'
+    html = page(fence(table, 'source="lab"'))
+    assert "<table>" in html and "<td>2</td>" in html
+
+
+def test_the_run_tab_carries_the_session_and_is_left_out_when_it_cannot_run(
+    page,
+):
+    first = '```python exec="on" session="page"\nx = 21\n```\n\n'
+    html = page(
+        fence("print(x * 2)\n", 'source="lab" session="page"').replace(
+            BEFORE, BEFORE + first
+        )
+    )
+    data = re.search(r"data-course-runner>(.*?)</script>", html)[1]
+    assert '"setup": ["x = 21"]' in data and '"limit": 60.0' in data
+    assert ">42" in html
+    refused = (
+        '```python exec="on" session="page"\nimport course.figures\n```\n\n'
+    )
+    html = page(
+        fence("print(1)\n", 'source="lab" session="page"').replace(
+            BEFORE, BEFORE + refused
+        )
+    )
+    assert "Run in your browser" not in html
+
+
+def test_the_search_index_reads_a_light_copy_of_the_page():
+    build = hooks.Build()
+    figure = (
+        "<svg><text>tick 1e3</text></svg>"
+        '<pre><code><span class="n">x</span></code></pre>'
+    )
+    file = SimpleNamespace(src_uri="page.md")
+    light = build.on_page_content(
+        figure,
+        page=SimpleNamespace(file=file, url="p/"),
+        config=None,
+        files=None,
+    )
+    assert light == "<pre><code>x</code></pre>"
+    shown = SimpleNamespace(file=file, url="p/", content=light)
+    build.on_page_context({}, page=shown, config=None, nav=None)
+    assert shown.content == figure
+
+
+def test_a_rebuild_imports_the_labs_afresh(monkeypatch):
+    """`mkdocs serve` keeps one Python: a lab edited since the last build
+    must not answer from the module imported before the edit."""
+    import sys
+
+    import snippets.pipeline.bubble  # noqa: F401
+
+    monkeypatch.setattr(hooks.vendor, "check", lambda: None)
+    hooks.Build().on_pre_build(config=None)
+    assert "snippets.pipeline.bubble" not in sys.modules
+
+
+def test_a_notebook_page_loses_jupyterlab_css_and_random_cell_ids():
+    html = (
+        '<style type="text/css">.x{word-break:break-all}</style>'
+        '<div id="cell-id=8f2c"></div><div id="cell-id=a913"></div>'
+        '<div class="highlight-ipynb hl-python"><pre>x = 1</pre></div>'
+    )
+
+    def content(uri):
+        page = SimpleNamespace(file=SimpleNamespace(src_uri=uri), url=uri)
+        build = hooks.Build()
+        build.on_page_content(html, page=page, config=None, files=None)
+        return build.full[uri]
+
+    out = content("exercises/ms2_1.py")
+    assert "<style" not in out and "break-all" not in out
+    assert re.findall(r'id="cell-id=(\w+)"', out) == ["1", "2"]
+    assert '<pre tabindex="0">x = 1</pre>' in out
+    assert content("ddp.md") == html
