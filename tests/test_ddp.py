@@ -17,6 +17,7 @@ from tests.lab_inputs import (
 B7 = 7_000_000_000
 
 
+@pytest.mark.slow  # imports torch
 @pytest.mark.parametrize(
     ("autocast", "dtype", "bytes_per_grad"),
     [(True, "float32", 4), (False, "bfloat16", 2)],
