@@ -43,6 +43,13 @@ def pycon_code(transcript):
     return pycon(transcript)[0]
 
 
+def session_setup(earlier, session):
+    """The blocks a block runs after: the earlier blocks of its session,
+    in page order (none without a session). The build, the docs tests
+    and, through the build's data, the browser all run a block so."""
+    return [block for block in earlier if session and block.session == session]
+
+
 def time_limit(option, where):
     """A block's time limit: its timeout option, else $SNIPPET_TIMEOUT,
     else TIME_LIMIT_S. Anything but a positive number is refused."""

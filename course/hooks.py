@@ -113,7 +113,9 @@ class Build:
             code, shown = (
                 execute.pycon(source) if language == "pycon" else (source,) * 2
             )
-            setup = [b.code for b in self.blocks if b.session == session]
+            setup = [
+                b.code for b in execute.session_setup(self.blocks, session)
+            ]
             self.blocks.append(Block(code, session))
 
             def run(code, **_):
@@ -131,7 +133,7 @@ class Build:
                     html=options["html"],
                     result=options["result"],
                     idea=labs.idea(shown, labs.pick(extra.get("idea"))),
-                    runner=self.runner(code, setup if session else [], limit),
+                    runner=self.runner(code, setup, limit),
                     stash={},
                 )
                 self.labs += 1

@@ -93,7 +93,7 @@ def parse(document):
             record=body
             and "\n".join(ln.removeprefix(fence.indent) for ln in body),
             skip=skip and skip["reason"],
-            setup=[b for b in earlier if session and b.session == session],
+            setup=execute.session_setup(earlier, session),
         )
         if not block.skip:
             earlier.append(block)
