@@ -34,8 +34,8 @@ print(f"{state_GB(7e9):.0f} GB")
 
 
 @pytest.fixture
-def page():
-    """page(text) -> the HTML the build makes of docs/page.md = text."""
+def render():
+    """render(text) -> the HTML the build makes of docs/page.md = text."""
     build = hooks.Build()
     config = SimpleNamespace(
         mdx_configs={k: dict(v) for k, v in CONFIG.mdx_configs.items()},
@@ -44,7 +44,7 @@ def page():
     build.on_config(config)
     markdown_config.save(CONFIG.markdown_extensions, config.mdx_configs)
 
-    def render(text, uri="page.md"):
+    def convert(text, uri="page.md"):
         file = SimpleNamespace(src_uri=uri, content_string=text)
         numbered = build.on_page_markdown(
             text, page=SimpleNamespace(file=file), config=None, files=None
@@ -55,7 +55,7 @@ def page():
         )
         return md.convert(numbered)
 
-    yield render
+    yield convert
     markdown_config.reset()
 
 
@@ -81,50 +81,50 @@ RAISING = {
 
 
 @pytest.mark.parametrize("kind", list(RAISING))
-def test_a_raising_block_stops_the_build_naming_its_line(page, kind):
+def test_a_raising_block_stops_the_build_naming_its_line(render, kind):
     code, last = RAISING[kind]
     language = "pycon" if kind == "pycon" else "python"
     text = f'{BEFORE}```{language} exec="on"\n{code}```\n'
     with pytest.raises(execute.SnippetError) as stopped:
-        page(text)
+        render(text)
     assert str(stopped.value).startswith(
         f"docs/page.md:5: code block raised {last}"
     )
 
 
-def test_a_hanging_block_is_stopped_by_its_time_limit(page, monkeypatch):
+def test_a_hanging_block_is_stopped_by_its_time_limit(render, monkeypatch):
     # A sleep, not a busy loop: the abandoned thread ends on its own.
     sleep = "import time\ntime.sleep(3)\n"
     with pytest.raises(
         execute.SnippetError, match="still running after 0.5 s"
     ):
-        page(fence(sleep, 'timeout="0.5"'))
+        render(fence(sleep, 'timeout="0.5"'))
     monkeypatch.setenv("SNIPPET_TIMEOUT", "0.5")
     with pytest.raises(
         execute.SnippetError, match="page.md:5: code block still"
     ):
-        page(fence(sleep, ""))
+        render(fence(sleep, ""))
     with pytest.raises(execute.SnippetError) as refused:
-        page(fence("print(1)\n", 'timeout="soon"'))
+        render(fence("print(1)\n", 'timeout="soon"'))
     assert str(refused.value) == (
         "docs/page.md:5: timeout (or SNIPPET_TIMEOUT) must be a positive "
         "number of seconds, got 'soon'"
     )
 
 
-def test_the_line_counts_the_front_matter(page):
+def test_the_line_counts_the_front_matter(render):
     with pytest.raises(execute.SnippetError, match="docs/page.md:8: code"):
-        page("---\nprose_numbers: [1]\n---\n" + fence("1 / 0\n", ""))
+        render("---\nprose_numbers: [1]\n---\n" + fence("1 / 0\n", ""))
 
 
-def test_a_session_is_named_after_its_page(page):
+def test_a_session_is_named_after_its_page(render):
     with pytest.raises(execute.SnippetError, match="name it after its page"):
-        page(fence("print(1)\n", 'session="other"'))
-    assert "42" in page(fence("print(42)\n", 'session="page-two"'))
+        render(fence("print(1)\n", 'session="other"'))
+    assert "42" in render(fence("print(42)\n", 'session="page-two"'))
 
 
-def test_a_lab_shows_its_output_first_and_its_full_code_a_tab_away(page):
-    html = page(fence(LAB))
+def test_a_lab_shows_its_output_first_and_its_full_code_a_tab_away(render):
+    html = render(fence(LAB))
     labels = re.findall(r"<label[^>]*>([^<]+)</label>", html)
     assert labels == [title for title, _ in labs.TABS]
     output = html.index("112 GB")
@@ -135,17 +135,17 @@ def test_a_lab_shows_its_output_first_and_its_full_code_a_tab_away(page):
     assert "number(" not in text(html[idea:full])  # checks left out
 
 
-def test_a_printed_markdown_table_becomes_a_table(page):
+def test_a_printed_markdown_table_becomes_a_table(render):
     table = 'print("| a | b |")\nprint("| --- | --- |")\nprint("| 1 | 2 |")\n'
-    html = page(fence(table, 'source="lab"'))
+    html = render(fence(table, 'source="lab"'))
     assert "<table>" in html and "<td>2</td>" in html
 
 
 def test_the_run_tab_carries_the_session_and_is_left_out_when_it_cannot_run(
-    page,
+    render,
 ):
     first = '```python exec="on" session="page"\nx = 21\n```\n\n'
-    html = page(
+    html = render(
         fence("print(x * 2)\n", 'source="lab" session="page"').replace(
             BEFORE, BEFORE + first
         )
@@ -156,7 +156,7 @@ def test_the_run_tab_carries_the_session_and_is_left_out_when_it_cannot_run(
     refused = (
         '```python exec="on" session="page"\nimport course.figures\n```\n\n'
     )
-    html = page(
+    html = render(
         fence("print(1)\n", 'source="lab" session="page"').replace(
             BEFORE, BEFORE + refused
         )
