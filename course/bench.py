@@ -100,6 +100,75 @@ def serve_rebuilds(*edits):
     return seconds
 
 
+# Llama 3.1 405B as its config.json says, for the planner's largest job.
+LLAMA_405B = {
+    "hidden_size": 16384,
+    "num_hidden_layers": 126,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 8,
+    "intermediate_size": 53248,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+    "hidden_act": "silu",
+}
+BIG_JOB = {"nodes": 2048, "seq_len": 8192, "global_batch_tokens": 16 * 2**20}
+
+
+def planner_cpython():
+    """Seconds `plan()` takes for 405B on 16,384 H100 (best of three)."""
+    import json
+
+    from snippets.planner.report import plan
+
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        plan(json.dumps(LLAMA_405B), **BIG_JOB)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def in_the_browser(site):
+    """(first Run on the ZeRO page from a cold load, the planner form's
+    first Plan, its Plan of 405B on 16,384 GPUs once Python is loaded)
+    in seconds, in Chromium on the built site."""
+    import json
+
+    from playwright.sync_api import sync_playwright
+
+    from course.serve import serve
+
+    with serve(site) as url, sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path="/usr/bin/chromium", args=["--no-sandbox"]
+        )
+        page = browser.new_page()
+        ended = "e => ['done', 'error'].includes(e.dataset.state)"
+
+        def click(button, on):
+            on.get_by_role("button", name=button, exact=True).click()
+            page.wait_for_function(
+                ended, arg=on.element_handle(), timeout=120_000
+            )
+
+        page.goto(url + "zero/")
+        page.locator("label", has_text="Run in your browser").first.click()
+        box = page.locator(".course-runner").first
+        click("Run", box)
+        first_run = float(box.get_attribute("data-seconds"))
+        page.goto(url + "planner/")
+        form = page.locator("form[data-course-planner]")
+        click("Plan", form)
+        cold = float(form.get_attribute("data-seconds"))
+        form.locator("[name=config]").fill(json.dumps(LLAMA_405B))
+        for name, value in BIG_JOB.items():
+            form.locator(f"[name={name}]").fill(str(value))
+        click("Plan", form)
+        big = float(form.get_attribute("data-python-seconds"))
+        browser.close()
+    return first_run, cold, big
+
+
 def timed(*command):
     started = time.perf_counter()
     subprocess.run(command, cwd=ROOT, env=ENV, check=True, capture_output=True)
@@ -117,10 +186,14 @@ def main():
     print(f"serve rebuild, prose edit: {prose:5.2f} s")
     print(f"serve rebuild, lab edit:   {lab:5.2f} s")
     print(f"make check:                {timed('make', 'check'):5.2f} s")
-    site = ROOT / "site"
-    if site.is_dir():
-        size = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())
-        print(f"site/:                     {size / 1e6:5.1f} MB")
+    print(f"planner, 405B on 16,384 GPUs, CPython: {planner_cpython():.3f} s")
+    site = ROOT / "site"  # make check has just built it
+    first, cold, big = in_the_browser(site)
+    print(f"browser: first Run, cold page:          {first:5.2f} s")
+    print(f"browser: first Plan, loading Python:    {cold:5.2f} s")
+    print(f"browser: Plan of 405B, Python loaded:   {big:5.2f} s")
+    size = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())
+    print(f"site/: {size / 1e6:.1f} MB")
 
 
 if __name__ == "__main__":

@@ -7,15 +7,13 @@ with any of them fails. On a failure pytest-playwright keeps a
 screenshot in test-results/ (--screenshot only-on-failure).
 """
 
-import functools
-import http.server
-import threading
 from pathlib import Path
 
 import pytest
 
 from course import runner
 from course.fences import ROOT
+from course.serve import serve
 
 SITE = ROOT / "site"
 CHROMIUM = "/usr/bin/chromium"
@@ -60,13 +58,8 @@ def site():
 
 @pytest.fixture(scope="session")
 def base_url(site):
-    quiet = type("Quiet", (http.server.SimpleHTTPRequestHandler,), {})
-    quiet.log_message = lambda *args: None
-    handler = functools.partial(quiet, directory=str(site))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-        server.shutdown()
+    with serve(site) as url:
+        yield url
 
 
 @pytest.fixture
