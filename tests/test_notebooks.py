@@ -124,7 +124,8 @@ def test_ms2_1_states_the_lab_numbers(site_runs):
         zero3 = memory_per_gpu("zero3", p, n)
         assert f"N={n:>2}: DDP {ddp:6.2f} GB" in out
         assert f"ZeRO-3 {zero3:5.2f} GB" in out
-    assert out.count(f"-> {RUNGS['fsdp']}") == 2
+    shown = RUNGS["fsdp"].replace(": ", ":\n  ")
+    assert out.count(f"-> {shown}") == 2
     # The answer starts where plan says, for the notebook's assumptions.
     shape = {"layers": 40, "hidden": 5120, "heads": 40}
     chosen = plan(p, 8, 80, seq_len=4096, micro_batch=1, **shape)

@@ -108,7 +108,7 @@ for question in answers[WORLD_SIZES[0]]:
     row = "".join(f"{answers[n][question]!s:>7}" for n in WORLD_SIZES)
     print(f"{question:<20}{row}")
 for n in WORLD_SIZES:
-    print(f"N={n:>2} -> {choose_strategy(**answers[n])}")
+    print(f"N={n:>2} ->", choose_strategy(**answers[n]).replace(": ", ":\n  "))
 
 # %% [markdown]
 # The weights fit one card but the full state does not, and a block is
@@ -150,9 +150,9 @@ print(
 full = plan(PARAMS, n, GPU_GB, **SHAPE, **{**BATCH, "recompute": "full"})
 print(
     f"If {GPU_GB - zero2 - act:.2f} GB is too thin a margin, full "
-    f"recomputation cuts the activations to {full['activations_GB']:.2f}"
-    f" GB\n(and plan then picks {full['strategy']}), at the price of a "
-    "second forward pass."
+    f"recomputation cuts the\nactivations to {full['activations_GB']:.2f}"
+    f" GB (and plan then picks {full['strategy']}), at the price of a "
+    "second\nforward pass."
 )
 
 # %% [markdown]

@@ -93,7 +93,7 @@ print(
     f"crossover: {crossover:.1f} GB/s, where both take {at['compute_s']:.3f} s"
 )
 faster = [k for k, v in LINKS_GBps.items() if v >= crossover]
-print(f"links at or above it: {', '.join(faster)}")
+print("links at or above it:", *faster, sep="\n- ")
 
 # %% [markdown]
 # So the job is compute-bound on NDR InfiniBand and comms-bound on HDR

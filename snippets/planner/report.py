@@ -175,7 +175,8 @@ def html(result):
     )
     parts = [
         f"<p>{e(result['answer'])}</p>",
-        '<div class="planner-table" style="overflow-x: auto"><table>'
+        '<div class="planner-table" style="overflow-x: auto" tabindex="0"'
+        ' role="region" aria-label="The layouts, ranked"><table>'
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
         "</table></div>",
     ]

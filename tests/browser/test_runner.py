@@ -8,6 +8,8 @@ end a loop, and the next Run starts a fresh Python. The runner passes
 axe-core.
 """
 
+import difflib
+import itertools
 import json
 import re
 
@@ -24,6 +26,7 @@ ELEMENT = re.compile(
     r'<script type="application/json" data-course-runner>(.*?)</script>'
 )
 RUN_MS = 90_000  # a page's first Run loads Pyodide: generous on 2 cores
+SESSIONS = itertools.count()
 EDIT = 'print(sorted(n for n in globals() if n[0] != "_")[-3:])'
 
 
@@ -49,9 +52,16 @@ RECORDS = records()
 LAB_PAGES = [p for p in site_pages() if runners(p)]
 
 
+def diff(want, shown, want_name, shown_name):
+    lines = difflib.unified_diff(
+        want.split("\n"), shown.split("\n"), want_name, shown_name, lineterm=""
+    )
+    return "\n".join(lines) or f"{want!r}\n{shown!r}"
+
+
 def in_cpython(setup, source):
     """What the build's runner prints for `source` after `setup`."""
-    session = f"browser-{id(source)}"
+    session = f"browser-{next(SESSIONS)}"  # fresh globals, as in the browser
     for earlier in setup:
         execute.run(earlier, where=session, session=session)
     return execute.run(source, where=session, session=session)
@@ -121,15 +131,18 @@ def test_every_lab_prints_its_record_and_an_edit_what_cpython_prints(
         state, shown = run(box)
         want = RECORDS[lab["page"], lab["source"]]
         if (state, shown.rstrip("\n")) != ("done", want):
-            wrong.append(f"{lab['page']} lab {n + 1} ({state}):\n{shown}")
+            wrong.append(
+                f"{lab['page']} lab {n + 1} ({state}):\n"
+                + diff(want, shown.rstrip("\n"), "record", "Run")
+            )
     for n, lab in enumerate(data):
         box = page.locator(".course-runner").nth(n)
         box.get_by_role("button", name="Reset").click()
         editor = box.locator(".course-runner__editor")
         editor.click()
-        for key in ("Control+End", "Enter", "Shift+Home", "Delete"):
-            editor.press(key)  # a new line, its indentation removed
+        editor.press("Control+Home")
         editor.press_sequentially(EDIT)
+        editor.press("Enter")
         edited = editor.text_content()
         state, shown = run(box)
         want = in_cpython(lab["setup"], edited)
