@@ -32,6 +32,7 @@ from course import cache, execute, labs, notebooks, runner, vendor
 from course.fences import number_lines
 
 PYTHON_FENCES = ("python", "py", "pycon")
+FRESH = ("snippets", "course.charts", "course.svg")  # imported anew per build
 PRE = re.compile(r"<pre\b[^>]*>(.*?)</pre>", re.DOTALL)
 NOT_CODE = re.compile(r"<(?!/?code\b)[^>]*>")  # any tag but <code>
 SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
@@ -76,9 +77,10 @@ class Build:
     def on_pre_build(self, config):
         vendor.check()  # before the pages, not after
         self.archive = runner.archive()[0]
-        # Under `mkdocs serve`, a lab edited since the last build must be
-        # imported afresh by the blocks that import it.
-        for name in [n for n in sys.modules if n.split(".")[0] == "snippets"]:
+        # Under `mkdocs serve`, one Python builds again and again: the
+        # blocks and the charts must import a lab (or a chart) edited
+        # since the last build afresh, not from sys.modules.
+        for name in [n for n in sys.modules if n.startswith(FRESH)]:
             del sys.modules[name]
 
     def on_page_markdown(self, markdown, page, config, files):

@@ -188,11 +188,12 @@ def test_a_rebuild_imports_the_labs_afresh(monkeypatch):
     must not answer from the module imported before the edit."""
     import sys
 
-    import snippets.pipeline.bubble  # noqa: F401
+    import course.charts.bubble  # noqa: F401 (and the lab it draws)
 
     monkeypatch.setattr(hooks.vendor, "check", lambda: None)
     hooks.Build().on_pre_build(config=None)
     assert "snippets.pipeline.bubble" not in sys.modules
+    assert "course.charts.bubble" not in sys.modules
 
 
 def test_a_notebook_page_loses_jupyterlab_css_and_random_cell_ids():

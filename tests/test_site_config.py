@@ -1,5 +1,7 @@
 """The site's configuration keeps its promises: strict, offline, complete."""
 
+import ast
+import graphlib
 import re
 
 from mkdocs.config import load_config
@@ -87,3 +89,24 @@ def test_no_orphan_snippets():
         if p not in used and p.name != "__init__.py"
     ]
     assert not orphans, f"snippet files no page uses: {orphans}"
+
+
+def test_the_build_code_imports_no_cycle():
+    """course/ modules import each other without a cycle, counting the
+    imports inside functions too (graphlib names the cycle if any)."""
+    graph = {}
+    for path in (ROOT / "course").rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        graph[name.removesuffix(".__init__")] = wanted = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "course":
+                wanted |= {f"course.{a.name}" for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                wanted.add(node.module)
+            elif isinstance(node, ast.Import):
+                wanted |= {a.name for a in node.names}
+    ours = {
+        k: {m for m in v if m in graph and m != k} for k, v in graph.items()
+    }
+    assert len(ours) > 10
+    graphlib.TopologicalSorter(ours).prepare()  # CycleError names it
