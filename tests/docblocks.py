@@ -44,6 +44,7 @@ RUNS = itertools.count()  # each run of a block gets a session of its own
 
 @dataclass
 class Block:
+    path: Path
     id: str  # docs/page.md:LINE
     line: int
     language: str
@@ -62,7 +63,8 @@ class Block:
 def parse(document):
     """sybil parser: one Region per Python fence, its record included."""
     text, earlier = document.text, []
-    page = Path(document.path).relative_to(ROOT).as_posix()
+    path = Path(document.path)
+    page = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     for fence in fences(text):
         if fence.language not in PYTHON:
             continue
@@ -80,7 +82,8 @@ def parse(document):
         body = record and (record["body"] or "\n")[1:].split("\n")
         session = options.get("session") or None
         block = Block(
-            id=f"{page}:{fence.line}",
+            path=path,
+            id=f"{page.as_posix()}:{fence.line}",
             line=fence.line,
             language=fence.language,
             source=fence.source,
@@ -172,8 +175,7 @@ def apply_updates(changes):
     Yields each page rewritten."""
     pages = {}
     for block, printed in changes:
-        path = ROOT / block.id.rsplit(":", 1)[0]
-        pages.setdefault(path, []).append((block, printed))
+        pages.setdefault(block.path, []).append((block, printed))
     for path, items in pages.items():
         text = path.read_text(encoding="utf-8")
         for block, printed in sorted(items, key=lambda i: -i[0].end):

@@ -8,7 +8,7 @@ import pytest
 from sybil import Document
 
 from course.fences import ROOT
-from tests.docblocks import PAGES, output, parse
+from tests.docblocks import PAGES, apply_updates, output, parse
 
 DOCUMENTS = [Document.parse(str(path), parse) for path in PAGES]
 EXAMPLES = [example for document in DOCUMENTS for example in document]
@@ -46,3 +46,47 @@ def test_no_fence_or_record_is_left_out():
             )
     assert len(EXAMPLES) > 60, f"only {len(EXAMPLES)} Python fences found"
     assert not wrong, "\n".join(wrong)
+
+
+PAGE = """# A page
+
+```python exec="on"
+print(6 * 7)
+```
+
+<!-- output
+41
+-->
+
+Prose stays as it is.
+
+```python exec="on"
+print("new")
+```
+
+```python exec="on"
+print("same")
+```
+
+<!-- output
+same
+-->
+"""
+
+
+def test_update_outputs_rewrites_the_records_and_nothing_else(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(PAGE, encoding="utf-8")
+    examples = list(Document.parse(str(page), parse))
+    wrong = [e for e in examples if e.parsed.record != output(e.parsed)]
+    assert [e.parsed.line for e in wrong] == [3, 13]
+    with pytest.raises(
+        Exception, match="output drifted.*\n.*\n.*\n.*\n-41\n\\+42"
+    ):
+        wrong[0].evaluate()
+    list(apply_updates([(e.parsed, output(e.parsed)) for e in wrong]))
+    assert page.read_text(encoding="utf-8") == PAGE.replace(
+        "41", "42"
+    ).replace(
+        'print("new")\n```\n', 'print("new")\n```\n\n<!-- output\nnew\n-->\n'
+    )
