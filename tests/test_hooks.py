@@ -191,9 +191,13 @@ def test_a_rebuild_imports_the_labs_afresh(monkeypatch):
     import course.charts.bubble  # noqa: F401 (and the lab it draws)
 
     monkeypatch.setattr(hooks.vendor, "check", lambda: None)
-    hooks.Build().on_pre_build(config=None)
-    assert "snippets.pipeline.bubble" not in sys.modules
-    assert "course.charts.bubble" not in sys.modules
+    before = dict(sys.modules)
+    try:
+        hooks.Build().on_pre_build(config=None)
+        assert "snippets.pipeline.bubble" not in sys.modules
+        assert "course.charts.bubble" not in sys.modules
+    finally:  # the other tests keep the modules they imported
+        sys.modules.update(before)
 
 
 def test_a_notebook_page_loses_jupyterlab_css_and_random_cell_ids():
