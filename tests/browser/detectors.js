@@ -126,6 +126,8 @@ function covered() {
     const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
     while (walker.nextNode()) {
       const t = walker.currentNode;
+      range.selectNodeContents(t);
+      if (!meet(range.getBoundingClientRect(), button)) continue;
       for (let i = 0; i < t.data.length; i++) {
         if (!t.data[i].trim()) continue;
         range.setStart(t, i);

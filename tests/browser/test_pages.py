@@ -3,7 +3,8 @@ and in both palettes: it loads from 127.0.0.1 alone without an error;
 nothing is wider than its box (and at laptop width no output needs its
 scroll box); text in boxes and figures is not too small; figures and
 formulas are named and drawn; no copy button covers code; axe-core
-finds nothing serious; the page stays within its weight. Search finds
+finds nothing serious, before and after the palette toggle; the page
+stays within its weight. Search finds
 the lesson's words. The detectors are in detectors.js."""
 
 from urllib.parse import urlsplit
@@ -16,11 +17,7 @@ from course.fences import ROOT
 from tests.browser.conftest import LAPTOP, PHONE, site_pages
 
 PAGES = site_pages()
-VIEWS = {
-    "laptop-light": (LAPTOP, "light"),
-    "phone-light": (PHONE, "light"),
-    "laptop-dark": (LAPTOP, "dark"),
-}
+VIEWS = {"laptop": LAPTOP, "phone": PHONE}
 BOX_TEXT_PX = 15  # admonitions, answers and tables at laptop width
 FIGURE_TEXT_PX = 11  # figure text at phone width
 WEIGHT_BYTES = 1_000_000  # what a page loads before any Run, but the
@@ -42,31 +39,33 @@ def test_the_site_has_its_pages():
     assert len(PAGES) >= 19 and lesson_pages() <= set(PAGES), PAGES
 
 
+def axe(page):
+    """axe-core's serious and critical findings on the page."""
+    return [
+        f"axe {v['id']} ({v['impact']}): {v['help']}, {len(v['nodes'])}x"
+        for v in AXE.run(page).response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
 @pytest.mark.parametrize("view", list(VIEWS))
 @pytest.mark.parametrize("path", PAGES)
 def test_page(page, base_url, detect, path, view):
-    size, scheme = VIEWS[view]
-    page.set_viewport_size(size)
-    page.emulate_media(color_scheme=scheme, reduced_motion="reduce")
+    """At laptop width in the light palette, then in the dark one the
+    toggle switches to; at phone width in the light palette."""
+    page.set_viewport_size(VIEWS[view])
+    page.emulate_media(color_scheme="light", reduced_motion="reduce")
     page.goto(base_url + path, wait_until="networkidle")
-    laptop = size is LAPTOP
+    laptop = view == "laptop"
     problems = detect("wide", laptop) + detect("covered") + detect("unnamed")
-    if laptop:
-        problems += detect("small", "boxes", BOX_TEXT_PX)
-        axe = AXE.run(page).response["violations"]
-        problems += [
-            f"axe {v['id']} ({v['impact']}): {v['help']}, "
-            f"{len(v['nodes'])} element(s)"
-            for v in axe
-            if v["impact"] in ("serious", "critical")
-        ]
-    else:
-        problems += detect("small", "figures", FIGURE_TEXT_PX)
     if path.startswith("exercises/ms"):
         problems += detect("notebook")
     if path in lesson_pages() and not page.locator("figure svg").count():
         problems.append("a lesson page without a figure")
-    if view == "laptop-light":
+    if not laptop:
+        problems += detect("small", "figures", FIGURE_TEXT_PX)
+    else:
+        problems += detect("small", "boxes", BOX_TEXT_PX) + axe(page)
         loaded = page.evaluate(
             "performance.getEntries().filter((e) => !e.name.endsWith("
             "'search_index.json')).reduce((n, e) => n + (e.decodedBodySize"
@@ -74,6 +73,11 @@ def test_page(page, base_url, detect, path, view):
         )
         if loaded > WEIGHT_BYTES:
             problems.append(f"loads {loaded:,} bytes, over {WEIGHT_BYTES:,}")
+        page.locator(
+            "form[data-md-component=palette] label:not([hidden])"
+        ).click()
+        page.wait_for_selector("body[data-md-color-scheme=slate]")
+        problems += [f"dark: {p}" for p in axe(page)]
     assert not problems, f"/{path} ({view}):\n" + "\n".join(problems)
 
 
