@@ -17,7 +17,7 @@ const figures = () =>
     (s) => !s.closest(ICONS) && !s.parentElement.closest("svg"),
   );
 const openAll = () => root.querySelectorAll("details").forEach((d) => (d.open = true));
-const OUTPUTS = ".lab-output, .result, .jp-OutputArea-output";
+const OUTPUTS = ".lab-output, .result, .jp-OutputArea-output, .planner-answer";
 
 // The page scrolls sideways, or an output or a table is clipped, sticks
 // out of the column, or (at laptop width) needs its own scroll box.
