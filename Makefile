@@ -74,8 +74,12 @@ test: $(STAMP) $(PYODIDE) browser ## Every check: lint, strict build, all tests
 	$(BIN)/pytest
 
 .PHONY: stress
-stress: $(STAMP) ## Launch the torchrun script 50 times per strategy; count aborts
+stress: $(STAMP) ## Launch the torchrun script 50 times per layout; count aborts
 	$(BIN)/python -m course.stress --launches $(or $(LAUNCHES),50)
+
+.PHONY: measure
+measure: $(STAMP) ## Run the torchrun launches the pages show; record snippets/torchrun/results/
+	$(BIN)/python -m course.measure
 
 .PHONY: screenshots
 screenshots: $(STAMP) browser ## Screenshot every page, light and dark, into screenshots/

@@ -41,7 +41,7 @@ LAB = ROOT / "snippets" / "pipeline" / "bubble.py"
 LAB_EDIT = ("# --8<-- [end:model]", "# bench edit\n# --8<-- [end:model]")
 COLD_BUILDS = 3
 # Modules that print their own figures, if present.
-EXTRA = ["course.measure", "course.browser"]
+EXTRA = ["course.browser"]
 EXTRA_ARGS = {"course.browser": ["weight"]}
 
 
