@@ -30,12 +30,13 @@ NODE_TIMEOUT_S = 300
 # The blocks that get no Run tab, per page, by the module that keeps
 # them out of the browser: course.figures draws the charts with
 # matplotlib, course.notebooks publishes the exercise notebooks,
-# course.measure launches torchrun, and a later block of that session
-# reads what it measured.
+# and a later block of a session whose first block was kept out is kept
+# out too (the torchrun and comms pages read recorded measurements that
+# the browser does not have).
 NOT_OFFERED = {
     "docs/accumulation.md": ["course.figures"],
     "docs/activations.md": ["course.figures"],
-    "docs/comms.md": ["course.figures"],
+    "docs/comms.md": ["course.figures", "course.figures", "session"],
     "docs/ddp.md": ["course.figures", "course.figures"],
     "docs/exercises/index.md": ["course.notebooks", "course.notebooks"],
     "docs/index.md": ["course.figures"],
@@ -43,7 +44,7 @@ NOT_OFFERED = {
     "docs/planner.md": ["course.figures"],
     "docs/planner-accuracy.md": ["course.figures"],
     "docs/strategy.md": ["course.figures"],
-    "docs/torchrun.md": ["course.figures", "course.measure", "session"],
+    "docs/torchrun.md": ["course.figures", *["session"] * 9],
     "docs/walls.md": ["course.figures"],
     "docs/zero.md": ["course.figures", "course.figures"],
 }
