@@ -6,7 +6,7 @@ torchrun on the CPU (gloo, one thread per rank) and leaves its result in
 snippets/torchrun/results/NAME.json, beside the digest of the sources
 and flags it ran with and the torch version. The site build only reads
 those files, and refuses one whose digest does not match the code;
-tests/test_measure.py runs the launches again and compares.
+tests/test_train.py trains the runs again and compares.
 
     python -m course.measure                # every launch
     python -m course.measure ranks2 solo    # some of them
