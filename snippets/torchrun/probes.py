@@ -146,15 +146,15 @@ COLLECTIVES = {
 }
 
 
-def tp_collectives(cfg, layout, device):
+def tp_collectives(cfg, layout, device, mixed):
     """The collectives of one block's forward, then its backward, for one
-    micro-batch, split as the run splits it."""
+    micro-batch, split as the run splits it, in the run's dtype."""
     tp_mesh, m = layout.mesh["tp"], cfg.model
-    model = build_model(m, cfg.seed).to(device)
-    block = model.blocks["0"]
+    dtype = torch.bfloat16 if mixed else torch.float32
+    block = build_model(m, cfg.seed).blocks["0"].to(device, dtype)
     tensor_parallel(block, tp_mesh)
     shard = (cfg.micro_batch, m.seq_len // cfg.tp, m.d_model)
-    x = torch.randn(shard, device=device, requires_grad=True)
+    x = torch.randn(shard, device=device, dtype=dtype, requires_grad=True)
     with CommBytes() as forward:
         y = block(x)
     with CommBytes() as backward:
@@ -189,8 +189,8 @@ class Timeline:
         began, cpu = time.perf_counter(), time.thread_time()
         with self.holding(stage, micro) if hold else nullcontext():
             out = run()
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
+        if self.device.type == "cuda":  # this stream's work, not NCCL's
+            torch.cuda.current_stream(self.device).synchronize()
         self.events.append(
             (
                 self.step,
@@ -285,7 +285,7 @@ class Probes:
                 model, cfg, device, mixed
             )
         if cfg.trace and cfg.tp > 1:
-            self.found["tp_block"] = tp_collectives(cfg, layout, device)
+            self.found["tp_block"] = tp_collectives(cfg, layout, device, mixed)
 
     def loss(self, loss):
         """The loss the pipeline schedule calls (timed with --trace)."""
