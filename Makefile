@@ -86,8 +86,12 @@ test: setup browser ## Every check: lint, strict build, all tests
 	$(BIN)/pytest -n $(WORKERS)
 
 .PHONY: stress
-stress: setup ## Launch the torchrun script 50 times per strategy; count aborts
+stress: setup ## Launch the torchrun script 50 times per layout; count aborts
 	$(BIN)/python -m course.stress --launches $(or $(LAUNCHES),50)
+
+.PHONY: measure
+measure: setup ## Run the torchrun launches the pages show; record snippets/torchrun/results/
+	$(BIN)/python -m course.measure
 
 .PHONY: screenshots
 screenshots: setup browser ## Screenshot every page at 1280 and 390 px, both palettes

@@ -1,77 +1,66 @@
-"""The torchrun page's measurement: one launch that trains with DDP, then
-with FSDP (`--compare`), on two CPU ranks.
+"""`python -m course.measure` (`make measure`): run every launch the
+pages show and record what it measured.
 
-The model is smaller than the script's default so that the launch takes
-a few seconds; the ratios the page reads from it do not depend on the
-model's size.
+Each launch of snippets/torchrun/results.py's LAUNCHES runs under
+torchrun on the CPU (gloo, one thread per rank) and leaves its result in
+snippets/torchrun/results/NAME.json, beside the digest of the sources
+and flags it ran with and the torch version. The site build only reads
+those files, and refuses one whose digest does not match the code;
+tests/test_train.py trains the runs again and compares.
 
-A build starts the launch when it starts (`start`, called by
-course/hooks.py), in a thread that waits for torchrun, so the launch
-runs while the pages before the torchrun page are built; the page's
-`measure()` then waits for it. Without `start`, `measure()` launches.
+    python -m course.measure                # every launch
+    python -m course.measure ranks2 solo    # some of them
 """
 
+import argparse
+import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from course.stress import torchrun
-from snippets.torchrun import report
-
-PAGE_ARGS = (
-    "--vocab=128",
-    "--seq-len=32",
-    "--d-model=64",
-    "--n-heads=2",
-    "--n-layers=2",
-    "--d-ff=256",
-    "--micro-batch=4",
-    "--accum-steps=2",
-    "--steps=3",
-    "--log-every=3",
-)
+from course.stress import launch_command, run
+from snippets.torchrun import results
 
 
-def launch(args=PAGE_ARGS, nproc=2):
-    """`torchrun ... train --compare --check ARGS`: the runs it measured."""
+def measure(name, timeout=900):
+    """Run launch `name`; (its result as the results file holds it, the
+    seconds it took)."""
+    entry, nproc, args = results.LAUNCHES[name]
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "runs.json"
-        done = torchrun(
-            *args,
-            "--compare",
-            "--check",
-            f"--json={out}",
-            launcher=("--standalone", f"--nproc_per_node={nproc}"),
-            timeout=240,
-        )
+        out = Path(tmp) / "out.json"
+        began = time.perf_counter()
+        done = run(launch_command(entry, nproc, args, out), timeout=timeout)
+        seconds = time.perf_counter() - began
         if done.returncode:
             raise RuntimeError(
-                f"torchrun exited {done.returncode}:\n{done.stderr[-3000:]}"
+                f"{name}: exit status {done.returncode}\n{done.stderr[-3000:]}"
             )
-        return report.load(out)
+        found = json.loads(out.read_text())
+    if entry == "collectives":
+        torch, body = found["torch"], {"rows": found["rows"]}
+    else:
+        for run_ in found:  # where this launch wrote: a temporary folder
+            run_["config"]["json"] = None
+        torch, body = found[0]["torch"], {"runs": found}
+    return {"digest": results.digest(name), "torch": torch, **body}, seconds
 
 
-def measure(args=PAGE_ARGS):
-    """The runs of `launch(args)`."""
-    return launch(args)
-
-
-def main():
-    """`python -m course.measure`: how long the page's launch takes here,
-    and the tokens per second each strategy reached (machine-dependent,
-    which is why the page leaves them out)."""
-    began = time.perf_counter()
-    runs = launch()
-    seconds = time.perf_counter() - began
-    print(
-        f"torchrun page measurement (ddp + fsdp, one launch): {seconds:.1f} s"
-    )
-    for r in runs:
-        print(
-            f"{r.strategy} tokens/s on CPU ({r.world_size} ranks, "
-            f"{r.compute_dtype}): {r.tokens_per_s:,.0f}"
-        )
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m course.measure")
+    p.add_argument("names", nargs="*", help=", ".join(results.LAUNCHES))
+    names = p.parse_args(argv).names or list(results.LAUNCHES)
+    unknown = sorted(set(names) - set(results.LAUNCHES))
+    if unknown:
+        p.error(f"no launch named {unknown}; one of {list(results.LAUNCHES)}")
+    results.FOLDER.mkdir(exist_ok=True)
+    for name in names:
+        data, seconds = measure(name)
+        path = results.FOLDER / f"{name}.json"
+        path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        print(f"{name}: {seconds:.1f} s -> {path}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

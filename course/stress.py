@@ -1,15 +1,16 @@
 """Launch the training script again and again; count the launches that fail.
 
     python -m course.stress --launches 50            # `make stress`
-    python -m course.stress --launches 3 --strategy ddp
+    python -m course.stress --launches 3 --layout ddp
 
-Each launch is `torchrun --standalone --nproc_per_node=2` on the CPU
-(gloo) with a tiny model, three steps, `--check` and a checkpoint every
-step. A launch passes when torchrun exits 0 and every rank printed its
+Each launch is `torchrun --standalone` on the CPU (gloo) with a tiny
+model, three steps, `--check` and a checkpoint every step, for each
+layout: DDP and FSDP on 2 ranks, pp 2 x tp 2 on 4, dp 2 x pp 2 x tp 2
+on 8. A launch passes when torchrun exits 0 and every rank printed its
 "clean exit" line, the last thing train.py prints before the process
 ends. A rank that dies at exit (SIGABRT) fails the first test, one that
-hangs fails on the time limit. The exit status is the number of failed
-launches, capped at 1.
+hangs fails on the time limit. The exit status is 1 if any launch
+failed.
 """
 
 import argparse
@@ -23,7 +24,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLEAN_EXIT = re.compile(r"rank (\d+): clean exit")
-STRATEGIES = ("ddp", "fsdp")
 # A model small enough that start-up dominates each launch.
 SMALL = (
     "--vocab=64",
@@ -34,6 +34,13 @@ SMALL = (
     "--d-ff=64",
     "--micro-batch=2",
 )
+# name: (processes, flags)
+LAYOUTS = {
+    "ddp": (2, ("--strategy=ddp",)),
+    "fsdp": (2, ("--strategy=fsdp",)),
+    "pp2-tp2": (4, ("--pp=2", "--tp=2", "--strategy=fsdp")),
+    "dp2-pp2-tp2": (8, ("--pp=2", "--tp=2", "--strategy=fsdp")),
+}
 
 
 def environment(**extra):
@@ -50,29 +57,54 @@ def environment(**extra):
     return env
 
 
-def torchrun(*args, launcher=("--standalone", "--nproc_per_node=2"), **run):
-    """`torchrun LAUNCHER -m snippets.torchrun.train ARGS`, finished."""
-    command = [sys.executable, "-m", "torch.distributed.run", *launcher]
-    command += ["-m", "snippets.torchrun.train", *args]
-    options = dict(cwd=ROOT, env=environment(), timeout=150)
+def launch_command(entry, nproc, args, out=None, launcher=()):
+    """The command that runs snippets.torchrun.ENTRY on `nproc` ranks:
+    train (flags), sweep (one string of flags per run) or collectives.
+    One process runs train.py without torchrun, as a reader would."""
+    module = f"snippets.torchrun.{entry}"
+    if entry == "sweep":
+        tail = [str(out), *(" ".join(run) for run in args)]
+    else:
+        tail = [*args, f"--json={out}"] if out else list(args)
+    if nproc == 1 and not launcher:
+        return [sys.executable, "-m", module, *tail]
+    launcher = launcher or ("--standalone", f"--nproc_per_node={nproc}")
+    run = [sys.executable, "-m", "torch.distributed.run", *launcher]
+    return [*run, "-m", module, *tail]
+
+
+def run(command, timeout=150, **options):
+    """Run `command` from the repository root in a launch's environment."""
+    options = dict(cwd=ROOT, env=environment(), timeout=timeout) | options
     return subprocess.run(
-        command, capture_output=True, text=True, check=False, **options | run
+        command, capture_output=True, text=True, check=False, **options
     )
 
 
-def launch(strategy, nproc=2):
-    """One launch; None if it passed, else what went wrong."""
+def torchrun(*args, launcher=("--standalone", "--nproc_per_node=2"), **opts):
+    """`torchrun LAUNCHER -m snippets.torchrun.train ARGS`, finished."""
+    return run(launch_command("train", 2, args, launcher=launcher), **opts)
+
+
+def launch(layout):
+    """One launch of `layout`; None if it passed, else what went wrong."""
+    nproc, flags = LAYOUTS[layout]
     with tempfile.TemporaryDirectory() as tmp:
-        try:
-            done = torchrun(
+        command = launch_command(
+            "train",
+            nproc,
+            (
                 *SMALL,
-                f"--strategy={strategy}",
+                *flags,
                 "--steps=3",
                 "--check",
                 "--checkpoint-every=1",
                 f"--checkpoint-dir={tmp}",
-                launcher=("--standalone", f"--nproc_per_node={nproc}"),
-            )
+            ),
+            launcher=("--standalone", f"--nproc_per_node={nproc}"),
+        )
+        try:
+            done = run(command)
         except subprocess.TimeoutExpired:
             return "still running after 150 s"
     # Ranks share torchrun's stdout, so count the lines anywhere in it.
@@ -85,21 +117,21 @@ def launch(strategy, nproc=2):
     )
 
 
-def stress(launches, strategies=STRATEGIES, echo=print):
-    """Failed launches per strategy, each with its reasons."""
+def stress(launches, layouts=tuple(LAYOUTS), echo=print):
+    """Failed launches per layout, each with its reasons."""
     failures = {}
-    for strategy in strategies:
-        failures[strategy] = []
+    for layout in layouts:
+        failures[layout] = []
         began = time.perf_counter()
         for i in range(1, launches + 1):
-            problem = launch(strategy)
+            problem = launch(layout)
             if problem:
-                failures[strategy].append(problem)
-                echo(f"{strategy} launch {i}: FAILED, {problem}")
+                failures[layout].append(problem)
+                echo(f"{layout} launch {i}: FAILED, {problem}")
         seconds = time.perf_counter() - began
         echo(
-            f"{strategy}: {len(failures[strategy])} aborts out of "
-            f"{launches} launches ({seconds:.0f} s)"
+            f"{layout}: {len(failures[layout])} aborts out of {launches} "
+            f"launches ({seconds:.0f} s, {seconds / launches:.1f} s each)"
         )
     return failures
 
@@ -108,12 +140,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m course.stress")
     parser.add_argument("--launches", type=int, default=50)
     parser.add_argument(
-        "--strategy", choices=STRATEGIES, action="append", default=None
+        "--layout", choices=list(LAYOUTS), action="append", default=None
     )
     args = parser.parse_args(argv)
     if args.launches < 1:
         parser.error(f"--launches must be >= 1, got {args.launches}")
-    failures = stress(args.launches, args.strategy or STRATEGIES)
+    failures = stress(args.launches, args.layout or tuple(LAYOUTS))
     return int(any(failures.values()))
 
 

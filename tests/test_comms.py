@@ -6,6 +6,14 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from snippets.comms.alphabeta import (
+    COLLECTIVES,
+    busbw_GBps,
+    fit,
+    latency_bound_below,
+    ring_seconds,
+    ring_terms,
+)
 from snippets.comms.cost import LINKS_GBps, comms_cost
 from snippets.comms.law import crossover_tokens_per_gpu
 from snippets.comms.links import ring_bandwidth_GBps
@@ -323,6 +331,135 @@ BAD_INPUT = [
             "bytes_per_grad": inputs.POSITIVE,
             "bucket_MB": inputs.POSITIVE,
             "backward_share": inputs.POSITIVE,
+        },
+    ),
+]
+
+
+# --- the alpha-beta model of a ring (alphabeta.py) -------------------------
+
+
+@pytest.mark.parametrize("kind", COLLECTIVES)
+@pytest.mark.parametrize("n", [2, 4, 8, 64])
+def test_ring_terms_are_nccl_tests_bus_factors(kind, n):
+    steps, share = ring_terms(kind, n)
+    factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
+    assert share == pytest.approx(factor, rel=1e-15)
+    assert steps == (2 if kind == "all_reduce" else 1) * (n - 1)
+
+
+def test_busbw_of_a_bandwidth_bound_ring_is_one_over_beta():
+    """At sizes far above latency-bound, busbw -> 1 / beta whatever the
+    collective and the number of ranks: why nccl-tests reports it."""
+    for kind in COLLECTIVES:
+        for n in (2, 8, 512):
+            t = ring_seconds(kind, n, 2**40, alpha=1e-5, beta=1 / 50e9)
+            assert busbw_GBps(kind, n, 2**40, t) == pytest.approx(50, rel=1e-3)
+
+
+@PROFILE
+@given(
+    st.floats(min_value=1e-7, max_value=1e-2),
+    st.floats(min_value=1e-12, max_value=1e-8),
+    st.integers(min_value=2, max_value=64),
+)
+def test_fit_recovers_alpha_and_beta(alpha, beta, n):
+    points = [
+        (kind, n, size, ring_seconds(kind, n, size, alpha, beta))
+        for kind in COLLECTIVES
+        for size in (2**10, 2**16, 2**22, 2**28)
+    ]
+    a, b = fit(points)
+    assert (a, b) == (
+        pytest.approx(alpha, rel=1e-6),
+        pytest.approx(beta, rel=1e-6),
+    )
+
+
+def test_latency_bound_below_is_where_both_terms_meet():
+    alpha, beta, n = 2e-5, 1 / 100e9, 8
+    size = latency_bound_below(n, alpha, beta)
+    steps, share = ring_terms("all_reduce", n)
+    assert steps * alpha == pytest.approx(share * size * beta, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "points",
+    [[], [("all_reduce", 2, 1024, 1e-3)], [("all_reduce", 2, 1024, 1e-3)] * 3],
+)
+def test_fit_needs_several_sizes(points):
+    with pytest.raises(ValueError, match="points must"):
+        fit(points)
+
+
+POINTS = inputs.Kind(
+    [
+        ([], ValueError),
+        ("points", ValueError),
+        (None, ValueError),
+        ([("all_reduce", 2, 1024)], ValueError),
+        ([("all_reduce", 2, 1024, 1e-3), ("x", 2, 2048, 2e-3)], ValueError),
+        (
+            [("all_reduce", 2, 1024, 1e-3), ("all_reduce", 1, 2048, 2e-3)],
+            ValueError,
+        ),
+    ]
+)
+BAD_INPUT += [
+    (
+        "ring_terms",
+        ring_terms,
+        {"kind": "all_reduce", "ranks": 4},
+        {"kind": inputs.choice(COLLECTIVES), "ranks": inputs.COUNT},
+    ),
+    (
+        "ring_seconds",
+        ring_seconds,
+        {
+            "kind": "all_gather",
+            "ranks": 4,
+            "size": 1024,
+            "alpha": 0,
+            "beta": 0,
+        },
+        {
+            "kind": inputs.choice(COLLECTIVES),
+            "ranks": inputs.COUNT,
+            "size": inputs.POSITIVE,
+            "alpha": inputs.NON_NEGATIVE,
+            "beta": inputs.NON_NEGATIVE,
+        },
+    ),
+    (
+        "busbw_GBps",
+        busbw_GBps,
+        {"kind": "reduce_scatter", "ranks": 4, "size": 1024, "seconds": 1e-3},
+        {
+            "kind": inputs.choice(COLLECTIVES),
+            "ranks": inputs.COUNT,
+            "size": inputs.POSITIVE,
+            "seconds": inputs.POSITIVE,
+        },
+    ),
+    (
+        "fit",
+        fit,
+        {
+            "points": [
+                ("all_reduce", 2, 1024, 1e-3),
+                ("all_reduce", 2, 2**20, 1e-2),
+            ]
+        },
+        {"points": POINTS},
+    ),
+    (
+        "latency_bound_below",
+        latency_bound_below,
+        {"ranks": 4, "alpha": 1e-5, "beta": 1e-9},
+        {
+            "ranks": inputs.COUNT,
+            "alpha": inputs.POSITIVE,
+            "beta": inputs.POSITIVE,
         },
     ),
 ]

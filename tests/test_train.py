@@ -1,26 +1,410 @@
-"""snippets/torchrun/train.py under torchrun, on CPU with gloo.
+"""snippets/torchrun/ under torchrun, on the CPU with gloo.
 
-Every subprocess has a timeout, so a hang fails the test instead of
-blocking CI. The model is tiny; start-up dominates each launch.
+The launches the pages read (snippets/torchrun/results.py) run again
+here and must give what `make measure` recorded: bytes, counts and
+micro-batches exactly, losses to 1e-6 relative; the timings are held to
+the lesson's models. Every subprocess has a time limit, so a hang fails
+the test instead of blocking CI.
 """
 
 import re
+import shlex
 import subprocess
 import sys
+from collections import Counter
+from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import torch
 import torch.distributed as dist
 
-from course.stress import ROOT, SMALL, environment, launch, torchrun
+from course.stress import (
+    CLEAN_EXIT,
+    ROOT,
+    SMALL,
+    environment,
+    launch,
+    launch_command,
+)
+from course.stress import run as run_command
 from snippets.ddp.allreduce import allreduce_bytes
-from snippets.torchrun import config, report
+from snippets.pipeline.bubble import bubble_fraction
+from snippets.pipeline.schedule import (
+    idle_fraction,
+    peak_in_flight,
+    pipeline_schedule,
+)
+from snippets.pipeline.tensor import tp_bytes_per_layer
+from snippets.planner.command import (
+    launch_command as launch_command_of_the_planner,
+)
+from snippets.torchrun import config, report, results, timelines, tp
 from snippets.torchrun.report import LOSS_TOLERANCE
 
 pytestmark = pytest.mark.slow  # torchrun launches
 
 ENV = environment()
+PARITY_RTOL = 1e-5  # fp32 losses of one seed and batch, any layout
+
+
+# The recorded runs the tests train again, by processes: one launch
+# each, every run in turn (snippets/torchrun/sweep.py). (launch, run)
+AGAIN = {
+    1: [("solo", 0)],
+    2: [("compare", 0), ("compare", 1), ("ranks2", 0), ("ranks2", 2)]
+    + [("ranks2", 5)],
+    4: [("ranks4", 2), ("ranks4", 3), ("ranks4", 5), ("timelines4", 4)],
+    8: [("ranks8", 0), ("ranks8", 1)],
+}
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    """nproc -> (the runs of AGAIN[nproc] trained again, the launch's
+    output), each launch made once."""
+    made = {}
+
+    def get(nproc):
+        if nproc not in made:
+            out = tmp_path_factory.mktemp(f"again{nproc}") / "runs.json"
+            runs = [results.run_flags(n)[i] for n, i in AGAIN[nproc]]
+            command = launch_command("sweep", nproc, runs, out)
+            done = run_command(command, timeout=400)
+            assert done.returncode == 0, done.stderr[-4000:]
+            made[nproc] = report.load(out), done.stdout
+        return made[nproc]
+
+    return get
+
+
+def recorded(name):
+    return results.runs(name)
+
+
+# --- the recorded results ---------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(results.LAUNCHES))
+def test_recorded_results_were_made_by_this_code_and_torch(name):
+    data = results.load(name)  # refuses a digest of other sources
+    assert data["torch"] == torch.__version__, (
+        f"results/{name}.json was measured with torch {data['torch']}, "
+        f"this is {torch.__version__}: run `make measure`"
+    )
+
+
+def test_a_stale_result_is_refused_by_name(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "FOLDER", tmp_path)
+    (tmp_path / "solo.json").write_text(
+        (results.HERE / "results" / "solo.json").read_text()
+    )
+    results.load("solo")
+    entry, nproc, args = results.LAUNCHES["solo"]
+    changed = (entry, nproc, (*args, "--lr=0.01"))
+    monkeypatch.setitem(results.LAUNCHES, "solo", changed)
+    with pytest.raises(results.StaleResult, match=r"solo\.json.*make measure"):
+        results.load("solo")
+    with pytest.raises(results.StaleResult, match=r"ranks2\.json is missing"):
+        results.load("ranks2")
+
+
+def same_figures(a):
+    """What does not depend on timing, of run a."""
+    keep = ("state", "traffic", "traffic_per_micro", "syncs_per_step")
+    keep += ("activations", "tp_block", "tp_step", "weights_sha256")
+    figures = {k: v for k, v in a.measured.items() if k in keep}
+    if a.peak_in_flight:
+        figures["peak"] = timelines.peak_in_flight(a)
+    if a.timeline:
+        figures["order"] = [
+            timelines.order(timelines.slots(a, s))
+            for s in timelines.traced_steps(a)
+        ]
+    return figures, a.grad_check and a.grad_check.ok, a.params
+
+
+def settings(config):
+    """A run's settings, less where it wrote and whether it compared."""
+    return {k: v for k, v in config.items() if k not in ("json", "compare")}
+
+
+@pytest.mark.parametrize("nproc", AGAIN)
+def test_runs_made_again_give_the_recorded_figures(fresh, nproc):
+    """Bytes, counts, the pipelines' order and micro-batches held, the
+    gradient check and the weights exactly; losses to 1e-6 relative;
+    and a clean exit on every rank."""
+    again, log = fresh(nproc)
+    before = [results.runs(n)[i] for n, i in AGAIN[nproc]]
+    for a, b in zip(again, before, strict=True):
+        assert settings(a.config) == settings(b.config)
+        assert same_figures(a) == same_figures(b), settings(a.config)
+        assert a.losses == pytest.approx(b.losses, rel=1e-6)
+    assert len(set(CLEAN_EXIT.findall(log))) == nproc, log[-3000:]
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_fresh_pipelines_hold_to_the_models(fresh, nproc):
+    """The timing of the fresh pipelines, as the recorded ones are held
+    below: no step idles less than its bubble."""
+    pipes = [r for r in fresh(nproc)[0] if r.timeline]
+    assert pipes
+    for run in pipes:
+        check_schedule(run)
+        check_idle(run)
+
+
+# --- DDP, FSDP and HSDP against memory_per_gpu and the ring ----------------
+
+
+def pure_dp(name):
+    return [r for r in recorded(name) if r.tp == r.pp == 1]
+
+
+@pytest.mark.parametrize("name", ["compare", "ranks4"])
+def test_measured_figures_match_the_models(name):
+    runs = pure_dp(name)
+    assert {r.strategy for r in runs} >= {"ddp", "fsdp"}
+    for run in runs:
+        m = report.predict(run)
+        for state in run.state:
+            assert state.total == m.state_bytes, run.config
+        assert run.traffic == m.traffic
+        assert run.traffic_per_micro == m.traffic_per_micro
+        assert set(run.syncs_per_step) == {1} == {m.syncs_per_step}
+        assert report.problems([run]) == []
+
+
+def test_fsdp_holds_half_and_moves_one_and_a_half_times():
+    ddp, fsdp = recorded("compare")
+    for state in fsdp.state:
+        assert 2 * state.total == ddp.state[0].total
+    grads = allreduce_bytes(ddp.params, bytes_per_grad=4, world_size=2)
+    assert ddp.traffic["all_reduce"] == round(grads["grad_GB"] * 1e9)
+    # ZeRO-3 on the micro-batch that reduces gradients: 3 psi vs 2 psi
+    sent = [report.sent_by(r, r.traffic_per_micro[-1]) for r in (ddp, fsdp)]
+    assert sent[1] / sent[0] == pytest.approx(1.5)
+    assert report.max_loss_gap(ddp, fsdp) <= LOSS_TOLERANCE
+    for r in (ddp, fsdp):  # N ranks x B rows x K micro-batches: one batch
+        assert r.grad_check.ok, r.grad_check
+        a = r.activations
+        assert (a["block"], a["model"]) == (
+            a["block_predicted"],
+            a["model_predicted"],
+        )
+
+
+def test_hsdp_shards_in_groups_and_all_reduces_across_them():
+    """4 ranks as 2 replicas x 2 shards: half of DDP's state per rank,
+    and the replicas all-reduce half the gradient (their shard)."""
+    [r] = [r for r in recorded("ranks4") if r.strategy == "hsdp"]
+    assert (r.world_size, r.shard_size) == (4, 2)
+    gradient = r.params * r.state[0].bytes_grad
+    assert r.state[0].total == 16 * r.params // 2
+    assert r.traffic["all_reduce"] == gradient // 2
+    assert r.traffic["reduce_scatter"] == gradient
+    assert r.grad_check.ok, r.grad_check
+
+
+def test_the_compare_table_sets_measured_beside_predicted():
+    rows = report.table(*recorded("compare")).splitlines()
+    assert "DDP measured | DDP predicted | FSDP measured" in rows[0]
+    [state] = [r for r in rows if r.startswith("| state")]
+    cells = [c.strip() for c in state.split("|")[2:-1]]
+    assert cells[0] == cells[1] and cells[2] == cells[3], state
+    assert float(cells[0]) == 2 * float(cells[2]) > 0
+
+
+# --- tensor parallelism against tp_bytes_per_layer --------------------------
+
+
+def tp_runs():
+    names = ("ranks2", "ranks4", "ranks8")
+    return [r for n in names for r in recorded(n) if r.tp_block]
+
+
+def test_a_layer_sends_what_tp_bytes_per_layer_says():
+    runs = tp_runs()
+    assert {(r.tp, r.pp) for r in runs} == {(2, 1), (4, 1), (2, 2)}
+    for run in runs:
+        m, b, t = run.model, run.micro_batch, run.tp
+        predicted = tp_bytes_per_layer(m["seq_len"], b, m["d_model"], t, 4)
+        assert tp.sent_per_layer(run) == pytest.approx(predicted, rel=1e-12)
+        # sequence parallelism: each all-reduce is an all-gather and a
+        # reduce-scatter of the whole b x s x h activation
+        whole = b * m["seq_len"] * m["d_model"] * 4
+        two = [("all_gather", whole), ("reduce_scatter", whole)] * 2
+        assert tp.layer_calls(run) == [
+            (phase, kind, size)
+            for phase in ("forward", "backward")
+            for kind, size in two
+        ]
+
+
+def test_what_else_pytorch_sends_in_a_tensor_parallel_step():
+    """Outside the blocks, per micro-batch: the embeddings' reduce-scatter
+    forward and all-gather backward (tokens b x s x h, positions s x h)
+    and the head's all-gather of its input; once a step, an all-reduce
+    of each LayerNorm weight and bias gradient, which sequence
+    parallelism leaves partial."""
+    runs = [r for r in tp_runs() if r.pp == 1]
+    assert {r.tp for r in runs} == {2, 4}
+    for r in runs:
+        m, micro = r.model, r.accum_steps
+        s, h = m["seq_len"], m["d_model"]
+        tokens, positions = r.micro_batch * s * h * 4, s * h * 4
+        expected = Counter(
+            {
+                ("reduce_scatter", positions): micro,
+                ("all_gather", positions): micro,
+                ("all_reduce", h * 4): 4 * m["n_layers"],
+            }
+        )
+        expected[("reduce_scatter", tokens)] += micro
+        expected[("all_gather", tokens)] += 2 * micro
+        assert tp.others(r) == expected
+
+
+# --- pipelines against the schedule lab -------------------------------------
+
+
+def pipelines(name):
+    return [r for r in recorded(name) if r.timeline]
+
+
+def label(r):
+    return f"{r.pp_schedule}-p{r.pp}-m{r.pp_microbatches}-tp{r.tp}"
+
+
+@pytest.mark.parametrize("name", ["ranks2", "timelines4", "ranks8"])
+def test_pytorch_runs_the_labs_schedule(name):
+    """Every rank runs the forwards and backwards in the lab's order, and
+    holds as many micro-batches as the lab says: p - stage under 1F1B
+    (p on the first stage), m under GPipe."""
+    runs = pipelines(name)
+    assert runs
+    for run in runs:
+        check_schedule(run)
+
+
+def check_schedule(run):
+    p, m = run.pp, run.pp_microbatches
+    lab = pipeline_schedule(p, m, run.pp_schedule)
+    for step in timelines.traced_steps(run):
+        assert timelines.order(timelines.slots(run, step)) == (
+            timelines.order(lab)
+        )
+    held = [peak_in_flight(lab, stage) for stage in range(p)]
+    first = {"gpipe": [m] * p, "1f1b": list(range(p, 0, -1))}
+    assert held == first[run.pp_schedule]
+    assert timelines.peak_in_flight(run) == [
+        [n] * len(timelines.traced_steps(run)) for n in held
+    ]
+
+
+@pytest.mark.parametrize("name", ["ranks2", "timelines4", "ranks8"])
+def test_no_step_idles_less_than_its_bubble(name):
+    """The wall clock, and the step replayed with each stage's CPU time:
+    neither beats bubble_fraction (by more than 0.02 of the step); the
+    replay exceeds it by no more than its slowest stages explain."""
+    for run in pipelines(name):
+        check_idle(run)
+
+
+def check_idle(run):
+    b = bubble_fraction(run.pp, run.pp_microbatches)
+    assert timelines.median_idle(run) >= b - 0.02, label(run)
+    for step in timelines.traced_steps(run):
+        idle = idle_fraction(timelines.replayed(run, step))
+        assert b - 0.02 <= idle <= timelines.slowest(run, step), label(run)
+
+
+# --- loss parity -------------------------------------------------------------
+
+
+def parity_rows():
+    solo = recorded("solo")
+    return solo + [
+        r
+        for n in ("ranks4", "ranks8")
+        for r in recorded(n)
+        if r.model == solo[0].model
+    ]
+
+
+def test_every_layout_trains_the_same_losses_as_one_process():
+    solo, *layouts = parity_rows()
+    assert len(layouts) == 8 and solo.world_size == 1
+    names = {(r.strategy, r.tp, r.pp, r.world_size) for r in layouts}
+    assert {("ddp", 1, 1, 4), ("hsdp", 1, 1, 4), ("fsdp", 2, 2, 8)} <= names
+    for r in layouts:
+        assert r.losses == pytest.approx(solo.losses, rel=PARITY_RTOL), (
+            r.config
+        )
+        if r.grad_check:
+            assert r.grad_check.ok, r.grad_check
+
+
+# --- bad flags ---------------------------------------------------------------
+
+BAD = [
+    (["--strategy=zero"], "--strategy", "'ddp', 'fsdp'"),
+    (["--accum-steps=0"], "--accum-steps", ">= 1"),
+    (["--micro-batch=-1"], "--micro-batch", ">= 1"),
+    (["--global-batch=7", "--micro-batch=2"], "--global-batch", "multiple"),
+    (["--d-model=30", "--n-heads=4"], "--d-model", "--n-heads"),
+    (["--checkpoint-every=2"], "--checkpoint-every", "--checkpoint-dir"),
+    (["--strategy=hsdp", "--shard-size=3"], "--shard-size", "divide"),
+    (["--shard-size=2"], "--shard-size", "--strategy hsdp only"),
+    (["--compare", "--strategy=ddp"], "--compare", "drop --strategy"),
+    (["--tp=3"], "--tp x --pp", "products that fit: 1, 2, 4"),
+    (["--pp=8"], "--tp x --pp", "world size (4)"),
+    (["--tp=4", "--n-heads=2", "--d-model=32"], "--n-heads", "fit: 1, 2"),
+    (["--tp=4", "--d-ff=6"], "--d-ff", "--tp that fit: 1, 2, 3, 6"),
+    (["--tp=4", "--seq-len=6"], "--seq-len", "multiple of --tp (4)"),
+    (["--tp=4", "--vocab=6"], "--vocab", "multiple of --tp (4)"),
+    (["--pp=4", "--n-layers=6"], "--n-layers", "--pp x --pp-chunks"),
+    (["--pp=2", "--pp-microbatches=1"], "--pp-microbatches", ">= --pp (2)"),
+    (
+        ["--pp=2", "--pp-schedule=interleaved", "--pp-microbatches=3"],
+        "--pp-microbatches",
+        "multiple of --pp (2)",
+    ),
+    (
+        ["--pp=2", "--pp-schedule=interleaved", "--pp-chunks=1"],
+        "--pp-chunks",
+        ">= 2",
+    ),
+    (["--pp=2", "--pp-chunks=2"], "--pp-chunks", "must be 1 for"),
+    (["--pp=2", "--accum-steps=2"], "--accum-steps", "must be 1 with --pp"),
+    (["--pp-microbatches=4"], "--pp-microbatches", "--pp > 1 only"),
+    (["--pp-schedule=gpipe"], "--pp-schedule", "--pp > 1 only"),
+    (["--pp-schedule=zb"], "--pp-schedule", "'gpipe', '1f1b'"),
+    (["--recompute=some"], "--recompute", "'none', 'full'"),
+    (["--compare", "--tp=2"], "--compare", "drop --tp and --pp"),
+    (
+        [
+            "--pp=2",
+            "--pp-microbatches=2",
+            "--global-batch=16",
+            "--micro-batch=2",
+        ],
+        "--pp-microbatches",
+        "needs --pp-microbatches 4",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "args,name,allowed", BAD, ids=[" ".join(b[0]) for b in BAD]
+)
+def test_a_bad_flag_is_named_with_what_it_accepts(capsys, args, name, allowed):
+    with pytest.raises(SystemExit) as stop:
+        config.parse(args, env={"WORLD_SIZE": "4"})
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert name in err and allowed in err, err
 
 
 @pytest.fixture
@@ -37,130 +421,6 @@ def store():
     )
     yield hosted
     del hosted
-
-
-def train_json(tmp_path, *args, launcher=None, env=None):
-    """Train with the tiny model; the runs the script measured, and the
-    finished process."""
-    out = tmp_path / f"runs-{len(list(tmp_path.iterdir()))}.json"
-    options = {"launcher": launcher} if launcher else {}
-    if env:
-        options["env"] = ENV | env
-    done = torchrun(*SMALL, *args, f"--json={out}", **options)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return report.load(out), done
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """DDP and FSDP from one `--compare` launch per accumulation."""
-    made = {}
-
-    def get(strategy, accum):
-        if accum not in made:
-            tmp = tmp_path_factory.mktemp(f"compare{accum}")
-            ddp, fsdp = train_json(
-                tmp,
-                "--compare",
-                f"--accum-steps={accum}",
-                "--steps=3",
-                "--check",
-            )[0]
-            made[accum] = {"ddp": ddp, "fsdp": fsdp}
-        return made[accum][strategy]
-
-    return get
-
-
-@pytest.mark.parametrize("accum", [1, 2])
-@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
-def test_measured_figures_match_the_models(runs, strategy, accum):
-    r = runs(strategy, accum)
-    m = report.predict(r)
-    assert r.world_size == 2 and r.accum_steps == accum
-    assert r.strategy == strategy
-    for state in r.state:
-        assert state.total == m.state_bytes
-    assert r.traffic == m.traffic
-    assert r.traffic_per_micro == m.traffic_per_micro
-    assert set(r.syncs_per_step) == {1} == {m.syncs_per_step}
-    # N ranks x B rows x K micro-batches == one process, one big batch
-    assert r.grad_check.ok, r.grad_check
-    assert report.problems([r]) == []
-
-
-@pytest.mark.parametrize("accum", [1, 2])
-def test_fsdp_holds_half_and_moves_one_and_a_half_times(runs, accum):
-    ddp, fsdp = runs("ddp", accum), runs("fsdp", accum)
-    for state in fsdp.state:
-        assert 2 * state.total == ddp.state[0].total
-    grads = allreduce_bytes(ddp.params, bytes_per_grad=4, world_size=2)
-    assert ddp.traffic["all_reduce"] == round(grads["grad_GB"] * 1e9)
-    # ZeRO-3 on the micro-batch that reduces gradients: 3 psi vs 2 psi
-    sent = [report.sent_by(r, r.traffic_per_micro[-1]) for r in (ddp, fsdp)]
-    assert sent[1] / sent[0] == pytest.approx(1.5)
-
-
-@pytest.mark.parametrize("accum", [1, 2])
-def test_ddp_and_fsdp_give_the_same_losses(runs, accum):
-    ddp, fsdp = runs("ddp", accum), runs("fsdp", accum)
-    assert len(ddp.losses) == len(fsdp.losses) == 3
-    assert report.max_loss_gap(ddp, fsdp) <= LOSS_TOLERANCE
-
-
-def test_hsdp_shards_in_groups_and_all_reduces_across_them(tmp_path):
-    """4 ranks as 2 replicas x 2 shards: half of DDP's state per rank,
-    and the replicas all-reduce half the gradient (their shard)."""
-    [r], _ = train_json(
-        tmp_path,
-        "--strategy=hsdp",
-        "--shard-size=2",
-        "--accum-steps=2",
-        "--steps=2",
-        "--check",
-        launcher=("--standalone", "--nproc_per_node=4"),
-    )
-    assert (r.world_size, r.shard_size) == (4, 2)
-    assert report.problems([r]) == []
-    gradient = r.params * r.state[0].bytes_grad
-    assert r.state[0].total == 16 * r.params // 2
-    assert r.traffic["all_reduce"] == gradient // 2
-    assert r.traffic["reduce_scatter"] == gradient
-    assert r.grad_check.ok, r.grad_check
-
-
-def test_the_compare_table_sets_measured_beside_predicted(runs):
-    ddp, fsdp = runs("ddp", 2), runs("fsdp", 2)
-    rows = report.table(ddp, fsdp).splitlines()
-    assert "DDP measured | DDP predicted | FSDP measured" in rows[0]
-    [state] = [r for r in rows if r.startswith("| state")]
-    cells = [c.strip() for c in state.split("|")[2:-1]]
-    assert cells[0] == cells[1] and cells[2] == cells[3], state
-    assert float(cells[0]) == 2 * float(cells[2]) > 0
-
-
-BAD = [
-    (["--strategy=zero"], "--strategy", "'ddp', 'fsdp'"),
-    (["--accum-steps=0"], "--accum-steps", ">= 1"),
-    (["--micro-batch=-1"], "--micro-batch", ">= 1"),
-    (["--global-batch=7", "--micro-batch=2"], "--global-batch", "multiple"),
-    (["--d-model=30", "--n-heads=4"], "--d-model", "--n-heads"),
-    (["--checkpoint-every=2"], "--checkpoint-every", "--checkpoint-dir"),
-    (["--strategy=hsdp", "--shard-size=3"], "--shard-size", "divide"),
-    (["--shard-size=2"], "--shard-size", "--strategy hsdp only"),
-    (["--compare", "--strategy=ddp"], "--compare", "drop --strategy"),
-]
-
-
-@pytest.mark.parametrize(
-    "args,name,allowed", BAD, ids=[b[1] + "-" + b[0][-1] for b in BAD]
-)
-def test_a_bad_flag_is_named_with_what_it_accepts(capsys, args, name, allowed):
-    with pytest.raises(SystemExit) as stop:
-        config.parse(args, env={"WORLD_SIZE": "2"})
-    assert stop.value.code == 2
-    err = capsys.readouterr().err
-    assert name in err and allowed in err, err
 
 
 def rank(number, world, port, *args):
@@ -184,15 +444,15 @@ def rank(number, world, port, *args):
     )
 
 
-def test_a_bad_flag_fails_on_every_rank(store):
-    """Both ranks reject the flag before any process group exists, so
+def test_a_bad_layout_fails_on_every_rank(store):
+    """Both ranks reject the layout before any process group exists, so
     neither waits for the other. (Under torchrun the first rank to fail
     gets the other killed, so the ranks are started by hand here.)"""
-    ranks = [rank(r, 2, store.port, "--strategy=zero") for r in (0, 1)]
+    ranks = [rank(r, 2, store.port, "--tp=2", "--pp=2") for r in (0, 1)]
     errors = [p.communicate(timeout=60)[1] for p in ranks]
     assert [p.returncode for p in ranks] == [2, 2], errors
     for err in errors:
-        assert "invalid choice: 'zero'" in err, err
+        assert "must divide the world size (2)" in err, err
 
 
 def test_a_missing_peer_is_an_error_not_a_hang(store):
@@ -202,6 +462,9 @@ def test_a_missing_peer_is_an_error_not_a_hang(store):
     assert alone.returncode == 1, err
     assert "did not start within 2 s" in err, err
     assert "2 ranks running" in err
+
+
+# --- checkpoints and faults --------------------------------------------------
 
 
 def test_latest_skips_half_written_checkpoints(tmp_path):
@@ -224,53 +487,65 @@ def test_latest_skips_half_written_checkpoints(tmp_path):
 
 
 FAULTS = {
-    # DDP: the last rank is killed at the start of step 3; the restart
+    # DDP on 2 ranks: the last rank dies as step 3 begins; the restart
     # resumes from the checkpoint of step 2.
-    "ddp": ({"TRAIN_KILL_AT_STEP": "3"}, 2),
-    # FSDP: rank 0 is killed while saving step 2, after DCP wrote the
-    # files but before the rename; the restart skips the half-written
-    # step 2 and resumes from step 1.
-    "fsdp": ({"TRAIN_KILL_IN_SAVE": "2"}, 1),
+    "ddp": (
+        "kill-at-step",
+        3,
+        2,
+        "compare",
+        (*results.PAGE, "--check"),
+        lambda r: r.strategy == "ddp",
+    ),
+    # FSDP x pp 2 x tp 2 on 4 ranks: rank 0 dies while saving step 2,
+    # after DCP wrote the files but before the rename; the restart skips
+    # the half-written step 2 and resumes from step 1.
+    "pp2-tp2": (
+        "kill-in-save",
+        2,
+        1,
+        "ranks4",
+        results.PP2_TP2,
+        lambda r: r.pp == r.tp == 2,
+    ),
 }
 
 
-@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
-def test_a_killed_job_restarts_and_ends_as_if_never_killed(
-    runs, tmp_path, strategy
-):
-    fault, resumed = FAULTS[strategy]
-    clean = runs(strategy, 1)  # the same flags, never interrupted
-    [faulty], done = train_json(
-        tmp_path,
-        f"--strategy={strategy}",
-        "--accum-steps=1",
-        "--steps=3",
+@pytest.mark.parametrize("layout", FAULTS)
+def test_a_killed_job_restarts_and_ends_as_if_never_killed(tmp_path, layout):
+    kind, step, resumed, name, flags, pick = FAULTS[layout]
+    nproc = results.LAUNCHES[name][1]
+    [clean] = [r for r in recorded(name) if pick(r)]  # never interrupted
+    out, checkpoints = tmp_path / "run.json", tmp_path / "checkpoints"
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={nproc}",
+        "--max-restarts=1",
+        str(ROOT / "tests" / "faults.py"),
+        kind,
+        str(step),
+        *flags,
         "--checkpoint-every=1",
-        f"--checkpoint-dir={tmp_path / 'checkpoints'}",
-        "--check",
-        launcher=("--standalone", "--nproc_per_node=2", "--max-restarts=1"),
-        env=fault,
-    )
+        f"--checkpoint-dir={checkpoints}",
+        f"--json={out}",
+    ]
+    done = run_command(command, timeout=240)
     log = done.stdout + done.stderr
-    assert clean.resumed_from_step == 0
+    assert done.returncode == 0, log[-4000:]
+    assert "killed (test)" in log
+    [faulty] = report.load(out)
     assert faulty.resumed_from_step == resumed, log
     assert f"resumed from the checkpoint of step {resumed}" in log
     assert faulty.losses == clean.losses
     assert faulty.weights_sha256 == clean.weights_sha256
-    names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
-    assert names == ["step_000001", "step_000002", "step_000003"]
+    names = sorted(p.name for p in checkpoints.iterdir())
+    assert names == [f"step_{s:06d}" for s in range(1, clean.steps + 1)]
 
 
-def test_the_fault_switch_names_itself_when_misused(monkeypatch):
-    from snippets.torchrun.train import injected_fault
-
-    monkeypatch.setenv("TRAIN_KILL_AT_STEP", "three")
-    with pytest.raises(SystemExit, match="TRAIN_KILL_AT_STEP must be"):
-        injected_fault("TRAIN_KILL_AT_STEP")
-    monkeypatch.setenv("TRAIN_KILL_AT_STEP", "3")
-    assert injected_fault("TRAIN_KILL_AT_STEP") == 3
-    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "1")  # a restart
-    assert injected_fault("TRAIN_KILL_AT_STEP") == 0
+# --- the commands of the page and of the planner ----------------------------
 
 
 def page_commands():
@@ -288,7 +563,7 @@ def page_commands():
 
 def shell(command, cwd, nproc):
     """Start `command` as a reader would, with the venv's torchrun first
-    on PATH, `nproc` processes, a tiny model and one step."""
+    on PATH, `nproc` processes and one step of a tiny model."""
     command = re.sub(
         r"--nproc_per_node=\S+", f"--nproc_per_node={nproc}", command
     )
@@ -315,19 +590,21 @@ def finish(processes):
 
 
 def test_the_page_commands_run(tmp_path):
-    """The page's one-node commands as pasted, with two processes (for
-    `gpu`) and one step of a tiny model."""
+    """The page's one-node commands as pasted, one step of a tiny model;
+    `gpu` becomes as many CPU processes as the layout needs."""
     commands = [c for c in page_commands() if "--standalone" in c]
-    assert commands, "no single-node torchrun command on the page"
-    shrunk = {
-        re.sub(r"--nproc_per_node=\S+", "--nproc_per_node=2", c)
-        for c in commands
-    }
-    for i, command in enumerate(sorted(shrunk)):
+    assert len(commands) >= 3, "the page's single-node torchrun commands"
+    # `gpu` becomes 2 processes: the CPU command again
+    commands = sorted({c.replace("=gpu", "=2") for c in commands})
+    for i, command in enumerate(commands):
         assert command.startswith("torchrun "), command
+        wanted = re.search(r"--nproc_per_node=(\d+)", command)
+        nproc = int(wanted[1]) if wanted else 2
+        if "--tp" in command or "--pp" in command:
+            nproc = max(nproc, 4)
         cwd = tmp_path / str(i)
         cwd.mkdir()
-        codes, log = finish([shell(command, cwd, nproc=2)])
+        codes, log = finish([shell(command, cwd, nproc)])
         assert codes == [0], f"{command}\n{log[-3000:]}"
 
 
@@ -356,93 +633,53 @@ def test_two_nodes_meet_at_a_c10d_rendezvous(tmp_path, store):
     assert result.world_size == 2 and len(result.losses) == 1
 
 
-@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
-def test_launches_exit_cleanly_every_time(strategy):
-    """The short form of `make stress`: three launches with --check and
-    checkpoints, each exiting 0 with a clean exit on both ranks."""
-    problems = [launch(strategy) for _ in range(3)]
-    assert problems == [None] * 3, "\n".join(filter(None, problems))
+def test_a_stress_launch_exits_cleanly():
+    """The short form of `make stress`: a launch with --check and
+    checkpoints exits 0 with a clean exit on every rank. (The launches
+    above check the clean exits of every layout they train.)"""
+    assert launch("fsdp") is None
 
 
-@pytest.fixture
-def fake_launches(tmp_path, monkeypatch):
-    """course.measure with a launch that only counts: the list of the
-    args it was called with; the cache in tmp_path, CI unset."""
-    from course import cache, measure
-
-    calls = []
-
-    def fake_launch(args):
-        calls.append(args)
-        return [report.Run.from_dict(dict(FAKE_RUN, steps=len(calls)))]
-
-    monkeypatch.setattr(cache, "STORE", tmp_path)
-    monkeypatch.setattr(measure, "launch", fake_launch)
-    monkeypatch.delenv("CI", raising=False)
-    return calls
-
-
-def test_the_page_measurement_is_cached_except_in_ci(
-    fake_launches, monkeypatch
-):
-    from course import measure
-
-    calls = fake_launches
-    first = measure.measure(("--steps=1",))
-    assert measure.measure(("--steps=1",)) == first and len(calls) == 1
-    assert measure.measure(("--steps=2",)) != first and len(calls) == 2
-    monkeypatch.setenv("CI", "true")
-    measure.measure(("--steps=1",))
-    assert len(calls) == 3
-
-
-def test_a_started_launch_is_the_one_the_page_measures(
-    fake_launches, monkeypatch
-):
-    """course/hooks.py starts the launch when the build starts; the
-    page's measure() takes that launch's runs instead of launching
-    again, and nothing starts when the cache holds the result."""
-    from course import measure
-
-    calls = fake_launches
-    measure.start(("--steps=1",))
-    measure.start(("--steps=1",))  # begun already: not again
-    assert measure.measure(("--steps=1",))[0].steps == 1
-    measure.start(("--steps=1",))  # cached now
-    assert measure.measure(("--steps=1",))[0].steps == 1
-    assert len(calls) == 1
-    monkeypatch.setenv("CI", "true")  # no cache: start, then take it
-    measure.start(("--steps=1",))
-    assert measure.measure(("--steps=1",))[0].steps == 2
-    assert len(calls) == 2
-
-
-FAKE_RUN = dict(
-    strategy="ddp",
-    world_size=1,
-    shard_size=1,
-    device="cpu",
-    compute_dtype="fp32",
-    torch="0",
-    micro_batch=1,
-    accum_steps=1,
-    seq_len=2,
-    steps=1,
-    resumed_from_step=0,
-    params=1,
-    state=[
-        dict(
-            params=4,
-            grads=4,
-            optim=8,
-            bytes_param=4,
-            bytes_grad=4,
-            bytes_optim=8,
-        )
-    ],
-    traffic={},
-    traffic_per_micro=[],
-    syncs_per_step=[0],
-    losses=[1.0],
-    tokens_per_s=1.0,
+# The planner's job for this model on one node of 8: dp 2 x tp 2 x pp 2,
+# FSDP (ZeRO-3), 8 sequences of 16 tokens per micro-batch, 4 of them.
+PLANNED = (
+    dict(
+        layers=4,
+        hidden=32,
+        heads=4,
+        kv_heads=4,
+        ffn=64,
+        vocab=64,
+        seq_len=16,
+        gated=False,
+    ),
+    dict(
+        gpu="h100-80gb",
+        gpu_memory_GB=80,
+        hbm_GBps=1,
+        peak_TFLOPs=1,
+        nvlink_GBps=1,
+        nics_per_node=1,
+        nic_GBps=1,
+        gpus_per_node=8,
+        nodes=1,
+    ),
+    {"global_batch_tokens": 8 * 4 * 16, "micro_batch": 4},
+    dict(dp=2, tp=2, pp=2, zero=3, recompute="none"),
 )
+
+
+def test_the_planners_3d_command_is_the_8_rank_run(fresh):
+    """The command the planner prints for a tiny model on 8 ranks, run
+    (with three steps, --check and --trace) on 8 CPU processes: it is
+    the recorded dp 2 x tp 2 x pp 2 run, and trains as it did."""
+    runnable, text = launch_command_of_the_planner(*PLANNED)
+    assert runnable, text
+    words = shlex.split(text.replace("\\\n", " "))
+    split = words.index("-m")
+    assert words[:split] == ["torchrun", "--standalone", "--nproc_per_node=8"]
+    assert words[split + 1] == "snippets.torchrun.train"
+    measuring = ["--steps=3", "--log-every=3", "--check", "--trace"]
+    planned = config.parse(words[split + 2 :] + measuring, {"WORLD_SIZE": "8"})
+    run = fresh(8)[0][0]
+    assert settings(asdict(planned)) == settings(run.config)

@@ -62,8 +62,8 @@ def block_terms(s, b, h, a, f, p=4, residual=None, stats=4):
     """
     r = p if residual is None else residual
     sdpa = "scaled_dot_product_attention"
-    return [  # model.py, Block.forward
-        # self.qkv(self.norm1(x))
+    return [  # model.py, Block.forward and Attention.forward
+        # self.attn(self.norm1(x)): self.qkv(x)
         ("layer_norm", "norm1 input x", b * s * h * r),
         ("layer_norm", "norm1 mean, rstd", 2 * b * s * stats),
         ("linear", "qkv input, norm1(x)", b * s * h * p),

@@ -82,7 +82,8 @@ def record(model, cfg, device, mixed):
     model = copy.deepcopy(model).to(device)
     x = torch.zeros(b, m.seq_len, m.d_model, device=device)
     amp, kw = nullcontext(), {}
-    if mixed and cfg.strategy == "ddp":  # autocast keeps x in fp32
+    ddp = cfg.strategy == "ddp" and cfg.tp == cfg.pp == 1
+    if mixed and ddp:  # autocast keeps x in fp32
         amp = torch.autocast(device.type, dtype=torch.bfloat16)
         kw = {"bytes_per_value": 2, "residual": 4}
     elif mixed:  # FSDP2 casts parameters and inputs to bf16
@@ -90,7 +91,7 @@ def record(model, cfg, device, mixed):
         kw = {"bytes_per_value": 2}  # fp32 mean and rstd, as on CUDA
     idx = torch.zeros(b, m.seq_len, dtype=torch.long, device=device)
     with amp:
-        block = saved_bytes_per_block(model.blocks[0], x.requires_grad_())
+        block = saved_bytes_per_block(model.blocks["0"], x.requires_grad_())
         whole = saved_bytes(model, idx)
     shape = m.seq_len, b, m.d_model, m.n_heads, m.d_ff
     return {

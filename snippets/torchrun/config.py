@@ -15,6 +15,8 @@ from snippets.checks import count, number
 
 STRATEGIES = ("ddp", "fsdp", "hsdp")
 COMPARED = ("ddp", "fsdp")  # what --compare trains, in turn
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+RECOMPUTE = ("none", "full")
 
 
 def option(default, help, *, minimum=None, choices=None):
@@ -36,9 +38,25 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    strategy: str = option("ddp", "how to split", choices=STRATEGIES)
+    strategy: str = option(
+        "ddp", "data parallelism over dp", choices=STRATEGIES
+    )
     shard_size: int | None = option(
         None, "HSDP: ranks per shard group; default: ranks per node", minimum=1
+    )
+    tp: int = option(1, "tensor-parallel ranks (Megatron split)", minimum=1)
+    pp: int = option(1, "pipeline stages", minimum=1)
+    pp_schedule: str = option(
+        "1f1b", "pipeline schedule, with --pp", choices=SCHEDULES
+    )
+    pp_microbatches: int | None = option(
+        None, "micro-batches per step, with --pp; default: --pp", minimum=1
+    )
+    pp_chunks: int | None = option(
+        None, "model chunks per pipeline rank; interleaved: 2", minimum=1
+    )
+    recompute: str = option(
+        "none", "activation checkpointing per block", choices=RECOMPUTE
     )
     compare: bool = option(False, "train with DDP, then FSDP, and compare")
     steps: int = option(8, "optimizer steps", minimum=1)
@@ -53,6 +71,9 @@ class TrainConfig:
     checkpoint_every: int = option(0, "steps between saves", minimum=0)
     json: str | None = option(None, "write the measured figures here")
     check: bool = option(False, "compare gradients with one process")
+    trace: bool = option(
+        False, "record collectives, pipeline timelines, activations held"
+    )
     timeout: float = option(300.0, "seconds to wait for peers", minimum=0)
     log_every: int = option(1, "steps between log lines", minimum=1)
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -103,7 +124,8 @@ def _settings():
 def parser():
     p = argparse.ArgumentParser(
         prog="python -m snippets.torchrun.train",
-        description="Train a small decoder-only LM with DDP or FSDP2.",
+        description="Train a small decoder-only LM with DDP, FSDP2 or "
+        "HSDP, tensor and pipeline parallelism.",
     )
     for f in _settings():
         name = "--" + f.name.replace("_", "-")
@@ -125,7 +147,7 @@ def parser():
             p.add_argument(name, metavar="PATH", help=help)
     p.set_defaults(**{f.name: f.default for f in _settings()})
     # None tells "not given" from "given the default value"
-    p.set_defaults(accum_steps=None, strategy=None)
+    p.set_defaults(accum_steps=None, strategy=None, pp_schedule=None)
     return p
 
 
@@ -143,6 +165,85 @@ def world_size_from_env(env=None):
     return world
 
 
+def divisors(n):
+    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+
+def _layout(args, world_size):
+    """The data-parallel size, once --tp and --pp fit the world size."""
+    tp, pp = args.tp, args.pp
+    if world_size % (tp * pp):
+        raise ConfigError(
+            f"--tp x --pp ({tp} x {pp} = {tp * pp}) must divide the world "
+            f"size ({world_size}), as dp x pp x tp is every rank; products "
+            f"that fit: {divisors(world_size)}"
+        )
+    shares = (
+        ("n-heads", args.n_heads),
+        ("d-ff", args.d_ff),
+        ("vocab", args.vocab),
+    )
+    for name, size in shares:
+        if size % tp:
+            raise ConfigError(
+                f"--{name} ({size}) must be a multiple of --tp ({tp}), so "
+                f"that each tp rank holds an equal share; --tp that fit: "
+                f"{divisors(size)}"
+            )
+    if args.seq_len % tp:
+        raise ConfigError(
+            f"--seq-len ({args.seq_len}) must be a multiple of --tp ({tp}):"
+            " sequence parallelism gives each tp rank an equal share"
+        )
+    return world_size // (tp * pp)
+
+
+def _pipeline(args):
+    """(schedule, micro-batches, chunks), once they fit --pp."""
+    pp, given = (
+        args.pp,
+        [
+            f"--{n.replace('_', '-')}"
+            for n in ("pp_schedule", "pp_microbatches", "pp_chunks")
+            if getattr(args, n) is not None
+        ],
+    )
+    if pp == 1:
+        if given:
+            raise ConfigError(f"{given[0]} applies to --pp > 1 only")
+        return "1f1b", 1, 1
+    schedule = args.pp_schedule or "1f1b"
+    chunks = args.pp_chunks or (2 if schedule == "interleaved" else 1)
+    m = args.pp_microbatches or pp
+    if schedule == "interleaved" and chunks < 2:
+        raise ConfigError(
+            f"--pp-chunks ({chunks}) must be >= 2 for --pp-schedule "
+            "interleaved: each rank holds several chunks of the model"
+        )
+    if schedule != "interleaved" and chunks != 1:
+        raise ConfigError(
+            f"--pp-chunks ({chunks}) must be 1 for --pp-schedule {schedule};"
+            " only interleaved holds several chunks per rank"
+        )
+    if args.n_layers % (pp * chunks):
+        raise ConfigError(
+            f"--n-layers ({args.n_layers}) must be a multiple of --pp x "
+            f"--pp-chunks ({pp} x {chunks} = {pp * chunks}): every stage "
+            "holds the same number of blocks"
+        )
+    if schedule == "1f1b" and m < pp:
+        raise ConfigError(
+            f"--pp-microbatches ({m}) must be >= --pp ({pp}) for 1f1b, "
+            "which starts with one forward per stage"
+        )
+    if schedule == "interleaved" and m % pp:
+        raise ConfigError(
+            f"--pp-microbatches ({m}) must be a multiple of --pp ({pp}) "
+            "for interleaved, which runs them in groups of --pp"
+        )
+    return schedule, m, chunks
+
+
 def build(args, world_size, env=None):
     """TrainConfig from parsed flags; ConfigError names a bad one."""
     env = os.environ if env is None else env
@@ -151,33 +252,54 @@ def build(args, world_size, env=None):
             f"--d-model ({args.d_model}) must be a multiple of "
             f"--n-heads ({args.n_heads})"
         )
+    if args.compare and (args.tp > 1 or args.pp > 1):
+        raise ConfigError(
+            "--compare trains DDP, then FSDP, on data parallelism alone: "
+            "drop --tp and --pp"
+        )
+    dp = _layout(args, world_size)
+    schedule, m, chunks = _pipeline(args)
     accum = args.accum_steps
+    if args.pp > 1 and accum not in (None, 1):
+        raise ConfigError(
+            f"--accum-steps ({accum}) must be 1 with --pp: the pipeline "
+            "runs --pp-microbatches micro-batches per step instead"
+        )
     if args.global_batch is not None:
-        per_pass = args.micro_batch * world_size
+        per_pass = args.micro_batch * dp
         if args.global_batch % per_pass:
             raise ConfigError(
                 f"--global-batch ({args.global_batch}) must be a multiple "
-                f"of --micro-batch x world size ({args.micro_batch} x "
-                f"{world_size} = {per_pass})"
+                f"of --micro-batch x data-parallel size ({args.micro_batch}"
+                f" x {dp} = {per_pass})"
             )
         derived = args.global_batch // per_pass
-        if accum is not None and accum != derived:
+        flag, current = "--accum-steps", accum
+        if args.pp > 1:
+            flag, current = "--pp-microbatches", args.pp_microbatches
+        if current is not None and current != derived:
             raise ConfigError(
-                f"--accum-steps {accum} contradicts --global-batch "
-                f"{args.global_batch}, which needs --accum-steps {derived}"
+                f"{flag} {current} contradicts --global-batch "
+                f"{args.global_batch}, which needs {flag} {derived}"
             )
-        accum = derived
+        if args.pp > 1:
+            m = derived
+            args.pp_microbatches = m
+            _pipeline(args)  # the derived count must fit the schedule
+        else:
+            accum = derived
     if args.checkpoint_every and not args.checkpoint_dir:
         raise ConfigError("--checkpoint-every needs --checkpoint-dir")
     if args.compare and args.strategy:
         raise ConfigError("--compare trains DDP, then FSDP: drop --strategy")
     shard = args.shard_size
     if args.strategy == "hsdp":
-        shard = shard or int(env.get("LOCAL_WORLD_SIZE", world_size))
-        if world_size % shard:
+        shard = shard or int(env.get("LOCAL_WORLD_SIZE", dp))
+        if dp % shard:
             raise ConfigError(
-                f"--shard-size ({shard}) must divide the world size "
-                f"({world_size}) for --strategy hsdp"
+                f"--shard-size ({shard}) must divide the data-parallel size "
+                f"({dp} = {world_size} ranks / (--pp {args.pp} x --tp "
+                f"{args.tp})) for --strategy hsdp"
             )
     elif shard is not None:
         raise ConfigError("--shard-size applies to --strategy hsdp only")
@@ -187,6 +309,9 @@ def build(args, world_size, env=None):
         "accum_steps": accum or 1,
         "strategy": args.strategy or "ddp",
         "shard_size": shard,
+        "pp_schedule": schedule,
+        "pp_microbatches": m,
+        "pp_chunks": chunks,
     }
     model = ModelConfig(
         **{f.name: values[f.name] for f in fields(ModelConfig)}

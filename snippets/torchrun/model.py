@@ -19,15 +19,33 @@ class Embed(nn.Module):
         return self.tokens(idx) + self.positions(where)
 
 
+class Attention(nn.Module):
+    """Causal self-attention. One matrix computes q, k and v, its rows
+    in Megatron's order, head after head (q, k, v of head 0, then of
+    head 1, ...), so that a split by rows under tensor parallelism
+    gives each rank whole heads; nothing here counts the heads."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.head_dim = cfg.d_model // cfg.n_heads
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        qkv = self.qkv(x).view(b, t, -1, 3, self.head_dim).transpose(1, 2)
+        q, k, v = qkv.unbind(dim=3)  # each (b, heads, t, head_dim)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(b, t, -1))
+
+
 class Block(nn.Module):
     """Pre-norm block: causal self-attention, then an MLP."""
 
     def __init__(self, cfg):
         super().__init__()
-        self.n_heads = cfg.n_heads
         self.norm1 = nn.LayerNorm(cfg.d_model)
-        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
-        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.attn = Attention(cfg)
         self.norm2 = nn.LayerNorm(cfg.d_model)
         self.mlp = nn.Sequential(
             nn.Linear(cfg.d_model, cfg.d_ff),
@@ -36,14 +54,7 @@ class Block(nn.Module):
         )
 
     def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).split(d, dim=2)
-        q, k, v = (
-            z.view(b, t, self.n_heads, d // self.n_heads).transpose(1, 2)
-            for z in (q, k, v)
-        )
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+        x = x + self.attn(self.norm1(x))
         return x + self.mlp(self.norm2(x))
 
 
@@ -58,17 +69,25 @@ class Head(nn.Module):
 
 
 class TinyLM(nn.Module):
+    """Blocks are kept by their number, so a pipeline stage that holds
+    blocks 2 and 3 names their weights as the whole model does."""
+
     def __init__(self, cfg):
         super().__init__()
         self.embed = Embed(cfg)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleDict(
+            {str(i): Block(cfg) for i in range(cfg.n_layers)}
+        )
         self.head = Head(cfg)
 
-    def forward(self, idx):
-        x = self.embed(idx)
-        for block in self.blocks:
+    def forward(self, x):
+        if self.embed is not None:  # the first pipeline stage
+            x = self.embed(x)
+        for block in self.blocks.values():
             x = block(x)
-        return self.head(x)
+        if self.head is not None:  # the last one
+            x = self.head(x)
+        return x
 
 
 # --8<-- [end:model]
@@ -78,6 +97,23 @@ def build_model(cfg, seed):
     """The same initial weights on every rank, for a given seed."""
     torch.manual_seed(seed)
     return TinyLM(cfg)
+
+
+# --8<-- [start:part]
+def part(model, blocks, first, last):
+    """A TinyLM with only `blocks` (numbers), and the embedding or head if
+    it is the `first` or `last` part: the same modules, not copies."""
+    piece = TinyLM.__new__(TinyLM)
+    nn.Module.__init__(piece)
+    piece.embed = model.embed if first else None
+    piece.blocks = nn.ModuleDict(
+        {str(i): model.blocks[str(i)] for i in blocks}
+    )
+    piece.head = model.head if last else None
+    return piece
+
+
+# --8<-- [end:part]
 
 
 # --8<-- [start:data]

@@ -18,6 +18,15 @@ from snippets.zero.memory import memory_per_gpu
 
 LOSS_TOLERANCE = 1e-4  # DDP vs FSDP, same seed, fp32 on CPU
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
+# What probes.py measures only when asked (--check, --trace).
+OPTIONAL = (
+    "activations",
+    "weights_sha256",
+    "tp_block",
+    "tp_step",
+    "timeline",
+    "peak_in_flight",
+)
 
 
 # --8<-- [start:run]
@@ -50,38 +59,59 @@ class GradCheck:
 
 @dataclass(frozen=True)
 class Run:
-    """What one training run measured (rank 0's view of every rank)."""
+    """One training run: its settings, and what rank 0 gathered from
+    every rank (the sections of `measured` are probes.py's)."""
 
-    strategy: str
+    config: dict  # the TrainConfig, every setting
     world_size: int
-    shard_size: int  # ranks that split the state: 1 (DDP) to world_size
     device: str
     compute_dtype: str
     torch: str
-    micro_batch: int
-    accum_steps: int
-    seq_len: int
-    steps: int
-    resumed_from_step: int
     params: int
-    state: list[StateBytes]  # one per rank
-    traffic: dict[str, int]  # buffer bytes per collective, last step
-    traffic_per_micro: list[dict[str, int]]  # the same, per micro-batch
-    syncs_per_step: list[int]  # micro-batches that reduced gradients
+    resumed_from_step: int
     losses: list[float]
     tokens_per_s: float
-    grad_check: GradCheck | None = None
-    weights_sha256: str | None = None
-    activations: dict | None = None  # activations.record, rank 0
-    model: dict | None = None  # the ModelConfig it trained
+    measured: dict
 
     @classmethod
     def from_dict(cls, d):
-        d = dict(d)
-        d["state"] = [StateBytes(**s) for s in d["state"]]
-        if d.get("grad_check"):
-            d["grad_check"] = GradCheck(**d["grad_check"])
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+        return cls(**{f.name: d[f.name] for f in fields(cls)})
+
+    def __getattr__(self, name):
+        """A setting (r.strategy, r.tp), else a measured figure (r.traffic);
+        None for a figure the run was not asked to measure."""
+        d = self.__dict__
+        if "config" in d and name in d["config"]:
+            return d["config"][name]
+        if "measured" in d and name in d["measured"]:
+            return d["measured"][name]
+        if name in OPTIONAL:
+            return None
+        raise AttributeError(name)
+
+    @property
+    def dp(self):
+        return self.world_size // (self.tp * self.pp)
+
+    @property
+    def shard_size(self):
+        """Ranks that split the state: 1 (DDP) to the dp size (FSDP)."""
+        return {"ddp": 1, "fsdp": self.dp}.get(
+            self.strategy, self.config["shard_size"]
+        )
+
+    @property
+    def seq_len(self):
+        return self.model["seq_len"]
+
+    @property
+    def state(self):
+        return [StateBytes(**b) for b in self.measured["state"]]
+
+    @property
+    def grad_check(self):
+        found = self.measured.get("grad_check")
+        return GradCheck(**found) if found else None
 
 
 # --8<-- [end:run]
@@ -99,7 +129,7 @@ def ring_sent(traffic, shard_size, replicas):
 
 def sent_by(r, traffic):
     """`ring_sent` for run `r`'s groups."""
-    return ring_sent(traffic, r.shard_size, r.world_size // r.shard_size)
+    return ring_sent(traffic, r.shard_size, r.dp // r.shard_size)
 
 
 # --8<-- [start:predict]
@@ -115,7 +145,7 @@ class Predicted:
 
 def predict(r):
     p, k, b = r.params, r.accum_steps, r.state[0]
-    shards, replicas = r.shard_size, r.world_size // r.shard_size
+    shards, replicas = r.shard_size, r.dp // r.shard_size
     state = memory_per_gpu(
         "zero3" if shards > 1 else "ddp",
         p,
@@ -182,24 +212,30 @@ def max_loss_gap(*runs):
 
 
 def summary(r):
-    """What train.py prints at the end of a run, rank 0."""
-    m = predict(r)
+    """What train.py prints at the end of a run, rank 0: the prediction
+    beside each figure where the run is data parallelism alone."""
+    pure = r.tp == r.pp == 1
+    m = predict(r) if pure else None
     lines = [
-        f"{r.strategy}: {r.params:,} parameters, {r.world_size} rank(s), "
-        f"{r.compute_dtype} on {r.device}",
-        f"state per rank: {', '.join(f'{b.total:,}' for b in r.state)} "
-        f"bytes; predicted {m.state_bytes:,}",
+        f"{r.strategy}, tp {r.tp}, pp {r.pp}: {r.params:,} parameters, "
+        f"{r.world_size} rank(s), {r.compute_dtype} on {r.device}",
+        f"state per rank: {', '.join(f'{b.total:,}' for b in r.state)} bytes"
+        + (f"; predicted {m.state_bytes:,}" if pure else ""),
     ]
     for kind in KINDS:
-        if r.traffic[kind] or m.traffic[kind]:
+        if r.traffic[kind] or (pure and m.traffic[kind]):
             lines.append(
-                f"{kind} per step: {r.traffic[kind]:,} bytes; "
-                f"predicted {m.traffic[kind]:,}"
+                f"{kind} per step: {r.traffic[kind]:,} bytes"
+                + (f"; predicted {m.traffic[kind]:,}" if pure else "")
             )
-    lines.append(
-        f"gradient syncs per step: {sorted(set(r.syncs_per_step))}; "
-        f"predicted [{m.syncs_per_step}]"
-    )
+    if pure:
+        lines.append(
+            f"gradient syncs per step: {sorted(set(r.syncs_per_step))}; "
+            f"predicted [{m.syncs_per_step}]"
+        )
+        lines.append(
+            f"bytes sent per rank, step: {sent_by(r, r.traffic):,.0f}"
+        )
     if r.grad_check:
         c = r.grad_check
         lines.append(
@@ -212,7 +248,6 @@ def summary(r):
             f"activations per block, one micro-batch: {a['block']:,} bytes; "
             f"predicted {a['block_predicted']:,}"
         )
-    lines.append(f"bytes sent per rank, step: {sent_by(r, r.traffic):,.0f}")
     lines.append(f"tokens/s: {r.tokens_per_s:,.0f}")
     return "\n".join(lines)
 
@@ -278,6 +313,19 @@ def table(*measured_runs):
 
 
 # --8<-- [end:table]
+
+
+def write(runs, json_path=None):
+    """Rank 0 at the end: each run's summary, the side-by-side table of
+    a --compare, and the JSON (--json)."""
+    for run in runs:
+        print(summary(run), flush=True)
+    if len(runs) > 1 and all(r.tp == r.pp == 1 for r in runs):
+        print(table(*runs), flush=True)
+        for problem in problems(runs):
+            print("MISMATCH:", problem, flush=True)
+    if json_path:
+        dump(runs, json_path)
 
 
 def load(path):
