@@ -68,6 +68,7 @@ def test_the_fitted_model_follows_the_recorded_all_reduce(ranks):
     )
 
 
+@pytest.mark.slow  # a torchrun launch
 def test_a_fresh_run_holds_to_the_recorded_model(tmp_path):
     """2 ranks again, 64 KiB to 4 MiB. A busier machine scales every
     time, so the check is the shape: how an all-reduce grows with its

@@ -4,7 +4,8 @@ The launches the pages read (snippets/torchrun/results.py) run again
 here and must give what `make measure` recorded: bytes, counts and
 micro-batches exactly, losses to 1e-6 relative; the timings are held to
 the lesson's models. Every subprocess has a time limit, so a hang fails
-the test instead of blocking CI.
+the test instead of blocking CI. The tests that launch are marked slow;
+the ones that read the record run in `make check` too.
 """
 
 import re
@@ -42,8 +43,6 @@ from snippets.planner.command import (
 )
 from snippets.torchrun import config, report, results, timelines, tp
 from snippets.torchrun.report import LOSS_TOLERANCE
-
-pytestmark = pytest.mark.slow  # torchrun launches
 
 ENV = environment()
 PARITY_RTOL = 1e-5  # fp32 losses of one seed and batch, any layout
@@ -130,6 +129,7 @@ def settings(config):
     return {k: v for k, v in config.items() if k not in ("json", "compare")}
 
 
+@pytest.mark.slow  # torchrun launches
 @pytest.mark.parametrize("nproc", AGAIN)
 def test_runs_made_again_give_the_recorded_figures(fresh, nproc):
     """Bytes, counts, the pipelines' order and micro-batches held, the
@@ -144,6 +144,7 @@ def test_runs_made_again_give_the_recorded_figures(fresh, nproc):
     assert len(set(CLEAN_EXIT.findall(log))) == nproc, log[-3000:]
 
 
+@pytest.mark.slow  # torchrun launches
 @pytest.mark.parametrize("nproc", [2, 4])
 def test_fresh_pipelines_hold_to_the_models(fresh, nproc):
     """The timing of the fresh pipelines, as the recorded ones are held
@@ -306,18 +307,25 @@ def check_schedule(run):
 @pytest.mark.parametrize("name", ["ranks2", "timelines4", "ranks8"])
 def test_no_step_idles_less_than_its_bubble(name):
     """The wall clock, and the step replayed with each stage's CPU time:
-    neither beats bubble_fraction (by more than 0.02 of the step); the
-    replay exceeds it by no more than its slowest stages explain."""
+    neither beats bubble_fraction by more than IDLE_TOLERANCE; the replay
+    exceeds it by no more than its slowest stages explain."""
     for run in pipelines(name):
         check_idle(run)
 
 
+# bubble_fraction assumes stages whose forwards and backwards are all
+# alike. Where one stage's backward is longer against its forward than
+# another's, part of the bubble overlaps work: a replayed 1F1B step at
+# p 2, m 2 idled 0.306 against 0.333. CPU timings allow 0.05 of a step.
+IDLE_TOLERANCE = 0.05
+
+
 def check_idle(run):
-    b = bubble_fraction(run.pp, run.pp_microbatches)
-    assert timelines.median_idle(run) >= b - 0.02, label(run)
+    b = bubble_fraction(run.pp, run.pp_microbatches) - IDLE_TOLERANCE
+    assert timelines.median_idle(run) >= b, label(run)
     for step in timelines.traced_steps(run):
         idle = idle_fraction(timelines.replayed(run, step))
-        assert b - 0.02 <= idle <= timelines.slowest(run, step), label(run)
+        assert b <= idle <= timelines.slowest(run, step), label(run)
 
 
 # --- loss parity -------------------------------------------------------------
@@ -444,6 +452,7 @@ def rank(number, world, port, *args):
     )
 
 
+@pytest.mark.slow  # torchrun launches
 def test_a_bad_layout_fails_on_every_rank(store):
     """Both ranks reject the layout before any process group exists, so
     neither waits for the other. (Under torchrun the first rank to fail
@@ -455,6 +464,7 @@ def test_a_bad_layout_fails_on_every_rank(store):
         assert "must divide the world size (2)" in err, err
 
 
+@pytest.mark.slow  # torchrun launches
 def test_a_missing_peer_is_an_error_not_a_hang(store):
     """Rank 0 of 2 starts alone, on the store an agent would host."""
     alone = rank(0, 2, store.port, "--timeout=2")
@@ -511,6 +521,7 @@ FAULTS = {
 }
 
 
+@pytest.mark.slow  # torchrun launches
 @pytest.mark.parametrize("layout", FAULTS)
 def test_a_killed_job_restarts_and_ends_as_if_never_killed(tmp_path, layout):
     kind, step, resumed, name, flags, pick = FAULTS[layout]
@@ -589,6 +600,7 @@ def finish(processes):
     return [p.returncode for p in processes], "\n".join(logs)
 
 
+@pytest.mark.slow  # torchrun launches
 def test_the_page_commands_run(tmp_path):
     """The page's one-node commands as pasted, one step of a tiny model;
     `gpu` becomes as many CPU processes as the layout needs."""
@@ -608,6 +620,7 @@ def test_the_page_commands_run(tmp_path):
         assert codes == [0], f"{command}\n{log[-3000:]}"
 
 
+@pytest.mark.slow  # torchrun launches
 def test_two_nodes_meet_at_a_c10d_rendezvous(tmp_path, store):
     """The page's multi-node command, as two agents (`--nnodes=2`, one
     process each) meeting at a c10d rendezvous on 127.0.0.1.
@@ -633,6 +646,7 @@ def test_two_nodes_meet_at_a_c10d_rendezvous(tmp_path, store):
     assert result.world_size == 2 and len(result.losses) == 1
 
 
+@pytest.mark.slow  # torchrun launches
 def test_a_stress_launch_exits_cleanly():
     """The short form of `make stress`: a launch with --check and
     checkpoints exits 0 with a clean exit on every rank. (The launches
@@ -669,6 +683,7 @@ PLANNED = (
 )
 
 
+@pytest.mark.slow  # torchrun launches
 def test_the_planners_3d_command_is_the_8_rank_run(fresh):
     """The command the planner prints for a tiny model on 8 ranks, run
     (with three steps, --check and --trace) on 8 CPU processes: it is
