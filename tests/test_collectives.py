@@ -1,7 +1,7 @@
 """snippets/torchrun/collectives.py, the benchmark of the comms page:
 its recorded runs against the alpha-beta model (snippets/comms/
-alphabeta.py), and a fresh run on 2 CPU ranks against the model fitted
-to the record."""
+alphabeta.py), and a fresh run on 2 CPU ranks against the model and
+the record."""
 
 import json
 
@@ -69,32 +69,30 @@ def test_the_fitted_model_follows_the_recorded_all_reduce(ranks):
 
 
 @pytest.mark.slow  # a torchrun launch
-def test_a_fresh_run_holds_to_the_recorded_model(tmp_path):
-    """2 ranks again, 64 KiB to 4 MiB. A busier machine scales every
-    time, so the check is the shape: how an all-reduce grows with its
-    buffer, against the model fitted to the record. And gloo's
-    reduce-scatter, an all-reduce and two copies, is never much faster
-    than its all-reduce."""
+def test_a_fresh_run_follows_the_model_and_the_record(tmp_path):
+    """2 ranks again, 64 KiB to 4 MiB. Whatever else the machine runs
+    changes every time, the latency most: the alpha-beta model, fitted
+    to the fresh run, follows it as it follows the record; its bandwidth
+    is within a factor of 3 of the record's. And gloo's reduce-scatter,
+    an all-reduce and two copies, is never much faster than its
+    all-reduce."""
     out = tmp_path / "fresh.json"
     flags = ["--min-bytes=65536", "--max-bytes=4194304", "--rounds=3"]
     done = run(launch_command("collectives", 2, flags, out), timeout=200)
     assert done.returncode == 0, done.stderr[-3000:]
-    time = {
-        (r["kind"], r["bytes"]): r["seconds"]
-        for r in json.loads(out.read_text())["rows"]
-    }
-    alpha, beta = fitted(rows(2), 2)
-
-    def model(size):
-        return ring_seconds("all_reduce", 2, size, alpha, beta)
-
-    small = 2**16
-    growth = [
-        (time[("all_reduce", s)] / time[("all_reduce", small)])
-        / (model(s) / model(small))
-        for s in (2**k for k in range(17, 23))
+    found = json.loads(out.read_text())["rows"]
+    reduce = [r for r in found if r["kind"] == "all_reduce"]
+    alpha, beta = fitted(reduce, 2)
+    assert alpha > 0 and beta > 0
+    model = [
+        ring_seconds("all_reduce", 2, r["bytes"], alpha, beta) for r in reduce
     ]
-    assert mostly(growth), growth
+    assert mostly(
+        [r["seconds"] / t for r, t in zip(reduce, model, strict=True)]
+    )
+    _, recorded_beta = fitted(rows(2), 2)
+    assert 1 / 3 <= beta / recorded_beta <= 3, (beta, recorded_beta)
+    time = {(r["kind"], r["bytes"]): r["seconds"] for r in found}
     for size in (2**20, 2**22):
         assert (
             time[("reduce_scatter", size)] >= 0.8 * time[("all_reduce", size)]
