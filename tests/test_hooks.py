@@ -153,15 +153,14 @@ def test_the_run_tab_carries_the_session_and_is_left_out_when_it_cannot_run(
     data = re.search(r"data-course-runner>(.*?)</script>", html)[1]
     assert '"setup": ["x = 21"]' in data and '"limit": 60.0' in data
     assert ">42" in html
-    refused = (
-        '```python exec="on" session="page"\nimport course.figures\n```\n\n'
-    )
-    html = render(
-        fence("print(1)\n", 'source="lab" session="page"').replace(
-            BEFORE, BEFORE + refused
+    for needs in ("import course.figures", "from snippets.torchrun import tp"):
+        refused = f'```python exec="on" session="page"\n{needs}\n```\n\n'
+        html = render(
+            fence("print(1)\n", 'source="lab" session="page"').replace(
+                BEFORE, BEFORE + refused
+            )
         )
-    )
-    assert "Run in your browser" not in html
+        assert "Run in your browser" not in html, needs
 
 
 def test_the_search_index_reads_a_light_copy_of_the_page():
