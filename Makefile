@@ -68,7 +68,7 @@ lint: setup ## ruff: lint and format check of code, snippets and tests
 .PHONY: check
 check: setup ## The edit loop, under a minute: lint, lab and docs tests, strict build
 	$(MAKE) lint
-	$(BIN)/pytest -q -m "not slow" -n $(WORKERS)
+	$(BIN)/pytest -q -m "not slow" -n $(WORKERS) --dist loadgroup
 	$(MAKE) build
 
 .PHONY: browser
@@ -83,7 +83,7 @@ browser: ## Get Debian's Chromium for the browser tests, if missing
 test: setup browser ## Every check: lint, strict build, all tests
 	$(MAKE) lint
 	$(MAKE) build
-	$(BIN)/pytest -n $(WORKERS)
+	$(BIN)/pytest -n $(WORKERS) --dist loadgroup
 
 .PHONY: stress
 stress: setup ## Launch the torchrun script 50 times per layout; count aborts

@@ -60,7 +60,7 @@ AGAIN = {
 
 
 @pytest.fixture(scope="module")
-def fresh(tmp_path_factory):
+def fresh(tmp_path_factory):  # its tests share one xdist worker (loadgroup)
     """nproc -> (the runs of AGAIN[nproc] trained again, the launch's
     output), each launch made once."""
     made = {}
@@ -129,6 +129,7 @@ def settings(config):
     return {k: v for k, v in config.items() if k not in ("json", "compare")}
 
 
+@pytest.mark.xdist_group("fresh")  # one worker makes each launch once
 @pytest.mark.slow  # torchrun launches
 @pytest.mark.parametrize("nproc", AGAIN)
 def test_runs_made_again_give_the_recorded_figures(fresh, nproc):
@@ -144,6 +145,7 @@ def test_runs_made_again_give_the_recorded_figures(fresh, nproc):
     assert len(set(CLEAN_EXIT.findall(log))) == nproc, log[-3000:]
 
 
+@pytest.mark.xdist_group("fresh")  # one worker makes each launch once
 @pytest.mark.slow  # torchrun launches
 @pytest.mark.parametrize("nproc", [2, 4])
 def test_fresh_pipelines_hold_to_the_models(fresh, nproc):
@@ -683,6 +685,7 @@ PLANNED = (
 )
 
 
+@pytest.mark.xdist_group("fresh")  # one worker makes each launch once
 @pytest.mark.slow  # torchrun launches
 def test_the_planners_3d_command_is_the_8_rank_run(fresh):
     """The command the planner prints for a tiny model on 8 ranks, run
