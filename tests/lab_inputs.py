@@ -183,8 +183,7 @@ def assert_every_argument_has_bad_inputs(table, page):
     row in `table`, with at least FEWEST_BAD_VALUES bad values. An
     argument taken as **keywords must have rows of its own: those that
     are not named parameters."""
-    # By name: tests/test_labs.py reloads the modules, which makes new
-    # function objects.
+    # By name, so that a function is found however it was imported.
     rows = {_name(function): kinds for _, function, _, kinds in table}
     modules = lab_modules(page)
     assert modules, f"no modules in snippets/{page}/"
