@@ -43,6 +43,7 @@ from snippets.planner.command import (
 )
 from snippets.torchrun import config, report, results, timelines, tp
 from snippets.torchrun.report import LOSS_TOLERANCE
+from tests.test_planner_commands import CPU  # a cluster sized for the CPU
 
 ENV = environment()
 PARITY_RTOL = 1e-5  # fp32 losses of one seed and batch, any layout
@@ -669,17 +670,7 @@ PLANNED = (
         seq_len=16,
         gated=False,
     ),
-    dict(
-        gpu="h100-80gb",
-        gpu_memory_GB=80,
-        hbm_GBps=1,
-        peak_TFLOPs=1,
-        nvlink_GBps=1,
-        nics_per_node=1,
-        nic_GBps=1,
-        gpus_per_node=8,
-        nodes=1,
-    ),
+    {**CPU, "gpus_per_node": 8, "nodes": 1},
     {"global_batch_tokens": 8 * 4 * 16, "micro_batch": 4},
     dict(dp=2, tp=2, pp=2, zero=3, recompute="none"),
 )
