@@ -110,3 +110,14 @@ def test_the_build_code_imports_no_cycle():
     }
     assert len(ours) > 10
     graphlib.TopologicalSorter(ours).prepare()  # CycleError names it
+
+
+def test_pages_hold_no_control_characters():
+    """A "\\b" written through a Python string once left a backspace in
+    a formula: the page showed a broken glyph."""
+    control = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+    for path in sorted((ROOT / "docs").rglob("*.md")) + sorted(
+        (ROOT / "docs" / "exercises").glob("*.py")
+    ):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            assert not control.search(line), f"{path.relative_to(ROOT)}:{n}"
