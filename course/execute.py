@@ -38,11 +38,6 @@ def pycon(transcript):
     return _transform_source(transcript)
 
 
-def pycon_code(transcript):
-    """The Python of a pycon transcript."""
-    return pycon(transcript)[0]
-
-
 def session_setup(earlier, session):
     """The blocks a block runs after: the earlier blocks of its session,
     in page order (none without a session). The build, the docs tests

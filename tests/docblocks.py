@@ -145,7 +145,7 @@ def evaluate(example):
 
 def code(block):
     text = expand(block.source)
-    return execute.pycon_code(text) if block.language == "pycon" else text
+    return execute.pycon(text)[0] if block.language == "pycon" else text
 
 
 def run(block):
