@@ -9,6 +9,7 @@ runs must print the same thing.
 
 import asyncio
 import re
+import tempfile
 import textwrap
 
 import jupytext
@@ -16,6 +17,7 @@ import nbclient
 import nbformat
 import pytest
 from mkdocs.config import load_config
+from traitlets.config import Config
 
 from course import notebooks
 from course.fences import ROOT
@@ -32,12 +34,19 @@ EXERCISES = ROOT / "docs" / "exercises"
 
 
 def client(nb, cwd):
+    """A client whose kernel talks over files in its own temporary
+    folder (IPC), not TCP: jupyter_client picks a TCP port by binding
+    and releasing it, and the torchrun tests beside these took one in
+    between ("Address already in use"; the kernel died)."""
+    sockets = tempfile.mkdtemp(prefix="kernel-")
+    transport = {"transport": "ipc", "ip": f"{sockets}/kernel"}
     return nbclient.NotebookClient(
         nb,
         kernel_name="python3",
         timeout=120,
         allow_errors=False,
         resources={"metadata": {"path": str(cwd)}},
+        config=Config({"KernelManager": transport}),
     )
 
 
