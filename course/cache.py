@@ -1,7 +1,8 @@
 """The build's one cache key, for what a serve rebuild should not redo.
 
-The charts (course/figures.py) and the notebook pages (mkdocs-jupyter)
-are kept in .cache/NAME/KEY/, where KEY digests every file under
+The HTML of each executed block (course/hooks.py), the charts
+(course/figures.py) and the notebook pages (mkdocs-jupyter) are kept in
+.cache/NAME/KEY/, where KEY digests every file under
 snippets/ and course/: any edit there starts afresh, a prose edit
 reuses them. CI=true (or 1, yes) turns the cache off.
 """

@@ -12,18 +12,23 @@ with it. It
   text, no inline SVG), which it reads several times faster;
 - gives the notebook pages the site's style instead of JupyterLab's
   inlined CSS, and cell ids that do not change between builds;
-- keeps mkdocs-jupyter's cache under course/cache.py's key;
+- keeps each block's HTML, the charts and mkdocs-jupyter's pages under
+  course/cache.py's key, and Jinja's compiled templates, so that a serve
+  rebuild after a prose edit runs and compiles nothing;
 - copies the npm files the site serves, writes the labs' archive and
   the notebooks' downloads into the site (course/vendor.py, runner.py,
   notebooks.py).
 """
 
+import hashlib
 import itertools
+import json
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jinja2
 from markdown_exec import base_format, validator
 from markupsafe import Markup
 from mkdocs.plugins import event_priority
@@ -38,6 +43,8 @@ NOT_CODE = re.compile(r"<(?!/?code\b)[^>]*>")  # any tag but <code>
 SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
 STYLE = re.compile(r"<style\b[^>]*>.*?</style>\s*", re.DOTALL)
 CELL_ID = re.compile(r'id="cell-id=[^"]*"')
+HEADING = re.compile(r"<h[1-6]\b")
+CONFIG = Path(__file__).resolve().parent.parent / "mkdocs.yml"
 CODE_BOX = re.compile(r'(<div class="highlight-ipynb[^"]*">)<pre>')
 
 
@@ -45,6 +52,8 @@ CODE_BOX = re.compile(r'(<div class="highlight-ipynb[^"]*">)<pre>')
 class Block:
     code: str
     session: str | None
+    where: str = ""
+    ran: bool = True  # False: its HTML came from the cache, unrun
 
 
 @dataclass
@@ -54,6 +63,7 @@ class Build:
     labs: int = 0  # its labs so far: their ids' prefix
     full: dict = field(default_factory=dict)  # page URL -> its HTML
     archive: str = ""  # the name of the labs' archive
+    kept: Path | None = None  # where blocks' HTML is kept (cache on)
 
     def on_config(self, config):
         """Python fences run through `self.format`; notebook cache."""
@@ -77,6 +87,7 @@ class Build:
     def on_pre_build(self, config):
         vendor.check()  # before the pages, not after
         self.archive = runner.archive()[0]
+        self.kept = cache.folder("blocks") if cache.enabled() else None
         # Under `mkdocs serve`, one Python builds again and again: the
         # blocks and the charts must import a lab (or a chart) edited
         # since the last build afresh, not from sys.modules.
@@ -115,10 +126,19 @@ class Build:
             code, shown = (
                 execute.pycon(source) if language == "pycon" else (source,) * 2
             )
-            setup = [
-                b.code for b in execute.session_setup(self.blocks, session)
-            ]
-            self.blocks.append(Block(code, session))
+            earlier = execute.session_setup(self.blocks, session)
+            setup = [b.code for b in earlier]
+            block = Block(code, session, where)
+            self.blocks.append(block)
+            stored = self.stored(source, language, options, setup, limit)
+            if stored and stored.is_file():
+                block.ran = False
+                if options["source"] == "lab":
+                    self.labs += 1
+                return Markup(stored.read_text(encoding="utf-8"))
+            for skipped in [b for b in earlier if not b.ran]:
+                execute.run(skipped.code, where=skipped.where, session=session)
+                skipped.ran = True  # the session's globals, as if it had run
 
             def run(code, **_):
                 return execute.run(
@@ -140,21 +160,46 @@ class Build:
                 )
                 self.labs += 1
                 html = labs.render(md, lab, id_prefix=f"lab{self.labs}-")
-                return Markup(f'<div class="lab">{html}</div>')
-            return base_format(
-                language=language,
-                run=run,
-                code=source,
-                md=md,
-                transform_source=execute.pycon
-                if language == "pycon"
-                else None,
-                **{**options, "extra": extra},
+                return self.store(stored, f'<div class="lab">{html}</div>')
+            return self.store(
+                stored,
+                base_format(
+                    language=language,
+                    run=run,
+                    code=source,
+                    md=md,
+                    transform_source=execute.pycon
+                    if language == "pycon"
+                    else None,
+                    **{**options, "extra": extra},
+                ),
             )
         except execute.SnippetError:
             raise
         except Exception as error:  # superfences would print it as code
             raise execute.SnippetError(f"{where}: {error!r}") from error
+
+    def stored(self, source, language, options, setup, limit):
+        """Where the HTML of this block is kept under course.cache's key,
+        or None with the cache off. The key holds all the HTML depends
+        on but the block's line, which only an error shows."""
+        if self.kept is None:
+            return None
+        options = dict(options, extra=dict(options["extra"], line=None))
+        page = self.page.file.src_uri if self.page else ""
+        what = [page, self.labs, language, source, setup]
+        what += [options, limit, CONFIG.read_text(encoding="utf-8")]
+        text = json.dumps(what, sort_keys=True)
+        name = hashlib.sha256(text.encode()).hexdigest()[:32]
+        return self.kept / f"{name}.html"
+
+    def store(self, path, html):
+        """`html`, kept at `path` (if any) unless it holds a heading:
+        markdown-exec adds those to the page's table of contents as the
+        block is converted, which a kept copy would not."""
+        if path and not HEADING.search(html):
+            path.write_text(html, encoding="utf-8")
+        return Markup(html)
 
     def session(self, name, where):
         """The block's session (None for none), named after its page:
@@ -179,6 +224,15 @@ class Build:
             page=self.page.file.src_uri if self.page else "",
             archive_name=self.archive,
         )
+
+    def on_env(self, env, config, files):
+        """Jinja keeps the theme's compiled templates (it checks their
+        source): a rebuild need not compile them again."""
+        if cache.enabled():
+            folder = cache.STORE / "templates"
+            folder.mkdir(parents=True, exist_ok=True)
+            env.bytecode_cache = jinja2.FileSystemBytecodeCache(str(folder))
+        return env
 
     @event_priority(-100)  # after every other plugin's on_page_content
     def on_page_content(self, html, page, config, files):
@@ -208,6 +262,7 @@ build = Build()
 on_config = build.on_config
 on_pre_build = build.on_pre_build
 on_page_markdown = build.on_page_markdown
+on_env = build.on_env
 on_page_content = build.on_page_content
 on_page_context = build.on_page_context
 on_post_build = build.on_post_build

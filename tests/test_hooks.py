@@ -5,11 +5,13 @@ page and line; a lab reads output first, with the Run tab the browser
 can use; the search index gets a light copy of the page."""
 
 import re
+from collections import defaultdict
 from types import SimpleNamespace
 
 import markdown
 import pytest
 from markdown_exec import markdown_config
+from markdown_exec._internal.formatters import python as python_formatter
 from mkdocs.config import load_config
 
 from course import execute, hooks, labs
@@ -55,6 +57,7 @@ def render():
         )
         return md.convert(numbered)
 
+    convert.build = build
     yield convert
     markdown_config.reset()
 
@@ -133,6 +136,36 @@ def test_a_lab_shows_its_output_first_and_its_full_code_a_tab_away(render):
     assert output < idea < full
     assert 'number("params", params)' in text(html[full:])
     assert "number(" not in text(html[idea:full])  # checks left out
+
+
+def test_a_kept_block_runs_no_more_and_an_edited_one_after_its_session(
+    render, tmp_path, monkeypatch
+):
+    """With the cache on (`mkdocs serve`), each block's HTML is kept: the
+    page built again, or after a prose edit, runs nothing. A block edited after
+    kept ones runs them first, in a Python that never ran them (a new
+    serve), so it finds their globals."""
+    render.build.kept = tmp_path
+    setup = '```python exec="on" session="page"\nx = 20\nprint(x)\n```\n\n'
+    page = fence("print(x + 1)\n").replace(BEFORE, BEFORE + setup)
+    first = render(page)
+    assert ">21" in first and len(list(tmp_path.iterdir())) == 2
+    ran = []
+    real = execute.run
+    monkeypatch.setattr(
+        execute, "run", lambda code, **kw: ran.append(code) or real(code, **kw)
+    )
+    assert render(page) == first and ran == []
+    render(page.replace("Some prose.", "Some prose.\n\nMore, above it."))
+    assert ran == []  # its line changed, its HTML did not
+    monkeypatch.setattr(
+        python_formatter, "_sessions_globals", defaultdict(dict)
+    )
+    edited = render(page.replace("x + 1", "x + 2"))
+    assert ran == ["x = 20\nprint(x)", "print(x + 2)"] and ">22" in edited
+    kept = len(list(tmp_path.iterdir()))
+    render(fence('print("## A heading")\n', 'session="page"'))
+    assert len(list(tmp_path.iterdir())) == kept  # it would miss the toc
 
 
 def test_a_printed_markdown_table_becomes_a_table(render):
