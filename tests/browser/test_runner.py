@@ -141,9 +141,10 @@ def test_every_lab_prints_its_record_and_an_edit_what_cpython_prints(
         editor = box.locator(".course-runner__editor")
         editor.click()
         editor.press("Control+Home")
-        editor.press_sequentially(EDIT)
+        page.keyboard.insert_text(EDIT)  # as a paste: type_over types
         editor.press("Enter")
         edited = editor.text_content()
+        assert edited.startswith(EDIT + "\n"), edited[:200]
         state, shown = run(box)
         want = in_cpython(lab["setup"], edited)
         if (state, shown) != ("done", want):
