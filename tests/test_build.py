@@ -1,7 +1,8 @@
 """What only a whole `mkdocs build --strict` shows, run on copies of the
 working tree in a temporary directory (the checkout's site/ is never
 touched): a failing block or a broken link stops it; the build needs
-only the docs dependency group; two builds are byte for byte the same.
+only the docs dependency group and gives, byte for byte, the site that
+`make build` made in the checkout.
 (What one page does with its blocks is tested in-process, in
 tests/test_hooks.py.)"""
 
@@ -15,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from course import runner
 from course.fences import ROOT
 
 pytestmark = pytest.mark.slow
+SITE = ROOT / "site"  # what `make build` made
 # Modules of the train and test groups: the build must not need them.
 NOT_DOCS = ("torch", "sybil", "pytest", "hypothesis", "playwright", "xdist")
 BUILD = (
@@ -54,13 +57,25 @@ def copy_project(dest, with_docs=True):
     return dest
 
 
+def epoch():
+    """The Makefile's SOURCE_DATE_EPOCH: the last commit's time."""
+    if "SOURCE_DATE_EPOCH" in os.environ:
+        return os.environ["SOURCE_DATE_EPOCH"]
+    return subprocess.run(
+        ["git", "-c", f"safe.directory={ROOT}", "log", "-1", "--format=%ct"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
 def build(project, config="mkdocs.yml"):
     env = {**os.environ, "PYTHONPATH": str(project), "CI": "true"}
     return subprocess.run(
         [sys.executable, "-c", BUILD, config],
         cwd=project,
-        env=env
-        | {"NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": "1764374400"},
+        env=env | {"NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": epoch()},
         capture_output=True,
         text=True,
         timeout=300,
@@ -113,16 +128,23 @@ def differences(left, right):
     return sorted(found)
 
 
-def test_two_builds_need_only_the_docs_group_and_are_identical(tmp_path):
-    """One snapshot in two folders, each built afresh (CI=true: no
-    cache) with the train and test groups unimportable: every file
-    matches, so no output depends on the time, the path or the run."""
-    sites = []
-    for name in ("first", "second"):
-        project = copy_project(tmp_path / name)
-        done = build(project)
-        assert done.returncode == 0, done.stderr[-3000:]
-        sites.append(project / "site")
-    assert len(list(sites[0].rglob("*.html"))) > 15
-    found = differences(*sites)
-    assert not found, "builds differ:\n" + "\n\n".join(found)
+def test_a_fresh_build_needs_only_the_docs_group_and_is_make_builds_site(
+    tmp_path,
+):
+    """A copy of the working tree built afresh (CI=true: no cache) with
+    the train and test groups unimportable gives, file for file, the
+    site/ that `make build` made here, at another path and with the
+    cache on: no output depends on the time, the path, the run or the
+    cache."""
+    name, _ = runner.archive()
+    if not (SITE / runner.RUN_DIR / name).is_file():
+        pytest.fail(f"{SITE} is missing or stale: run `make build` first")
+    project = copy_project(tmp_path)
+    done = build(project)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(list((project / "site").rglob("*.html"))) > 15
+    found = differences(SITE, project / "site")
+    assert not found, (
+        "the fresh build differs from site/ (run `make build` again after "
+        "an edit):\n" + "\n\n".join(found)
+    )
