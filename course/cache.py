@@ -4,7 +4,9 @@ The HTML of each executed block (course/hooks.py), the charts
 (course/figures.py) and the notebook pages (mkdocs-jupyter) are kept in
 .cache/NAME/KEY/, where KEY digests every file under
 snippets/ and course/: any edit there starts afresh, a prose edit
-reuses them. CI=true (or 1, yes) turns the cache off.
+reuses them. Jinja keeps the theme's compiled templates in
+.cache/templates/ by its own key, each template's source. CI=true (or
+1, yes) turns the cache off.
 """
 
 import hashlib
