@@ -142,9 +142,10 @@ def test_a_kept_block_runs_no_more_and_an_edited_one_after_its_session(
     render, tmp_path, monkeypatch
 ):
     """With the cache on (`mkdocs serve`), each block's HTML is kept: the
-    page built again, or after a prose edit, runs nothing. A block edited after
-    kept ones runs them first, in a Python that never ran them (a new
-    serve), so it finds their globals."""
+    page built again, or after a prose edit, runs nothing. A block
+    edited after kept ones runs them first, in a Python that never ran
+    them (a new serve), so it finds their globals. Output with a heading
+    is not kept."""
     render.build.kept = tmp_path
     setup = '```python exec="on" session="page"\nx = 20\nprint(x)\n```\n\n'
     page = fence("print(x + 1)\n").replace(BEFORE, BEFORE + setup)
