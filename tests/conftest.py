@@ -28,25 +28,9 @@ def updates(request):
         print(f"\nupdated recorded outputs in {path.relative_to(ROOT)}")
 
 
-UNGROUPED = pytest.StashKey[bool]()
-
-
-@pytest.hookimpl(trylast=True)  # after pytest-xdist's, which it checks
 def pytest_collection_modifyitems(config, items):
     """The browser tests are slow, and run last: Playwright's event loop,
-    once started, would break asyncio.run() in the tests after them.
-
-    Under `--dist loadgroup` an xdist_group must reach one worker, which
-    pytest-xdist marks with "@group" on the test's id. When it cannot
-    (pytest 9.2, pytest-dev/pytest-xdist#1386) the group's tests fail
-    rather than make their launches once per worker."""
-    if getattr(config.option, "loadgroup", False):
-        for item in items:
-            if (
-                item.get_closest_marker("xdist_group")
-                and "@" not in item.nodeid
-            ):
-                item.stash[UNGROUPED] = True
+    once started, would break asyncio.run() in the tests after them."""
     browser = [item for item in items if "browser" in item.path.parts]
     for item in browser:
         item.add_marker(pytest.mark.slow)
@@ -55,7 +39,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_runtest_setup(item):
-    if item.stash.get(UNGROUPED, False):
+    """Under `--dist loadgroup` an xdist_group must reach one worker,
+    which pytest-xdist marks with "@group" on the test's id. Where it
+    cannot (pytest 9.2, pytest-dev/pytest-xdist#1386) the group's tests
+    fail rather than make their launches once per worker."""
+    if (
+        getattr(item.config.option, "loadgroup", False)
+        and item.get_closest_marker("xdist_group")
+        and "@" not in item.nodeid
+    ):
         pytest.fail(
             "--dist loadgroup did not keep this test's xdist_group on one "
             "worker: pytest-xdist does not work with this pytest "
