@@ -87,7 +87,11 @@ class Build:
     def on_pre_build(self, config):
         vendor.check()  # before the pages, not after
         self.archive = runner.archive()[0]
-        self.kept = cache.folder("blocks") if cache.enabled() else None
+        self.kept = None
+        if cache.enabled():  # mkdocs.yml's extensions shape the HTML too
+            digest = hashlib.sha256(CONFIG.read_bytes()).hexdigest()[:16]
+            self.kept = cache.folder("blocks") / digest
+            self.kept.mkdir(exist_ok=True)
         # Under `mkdocs serve`, one Python builds again and again: the
         # blocks and the charts must import a lab (or a chart) edited
         # since the last build afresh, not from sys.modules.
@@ -180,16 +184,16 @@ class Build:
             raise execute.SnippetError(f"{where}: {error!r}") from error
 
     def stored(self, source, language, options, setup, limit):
-        """Where the HTML of this block is kept under course.cache's key,
-        or None with the cache off. The key holds all the HTML depends
-        on but the block's line, which only an error shows."""
+        """Where the HTML of this block is kept under course.cache's key
+        and mkdocs.yml's digest, or None with the cache off. The name
+        holds all else the HTML depends on but the block's line, which
+        only an error shows."""
         if self.kept is None:
             return None
         options = dict(options, extra=dict(options["extra"], line=None))
         page = self.page.file.src_uri if self.page else ""
         what = [page, self.labs, language, source, setup]
-        what += [options, limit, CONFIG.read_text(encoding="utf-8")]
-        text = json.dumps(what, sort_keys=True)
+        text = json.dumps([*what, options, limit], sort_keys=True)
         name = hashlib.sha256(text.encode()).hexdigest()[:32]
         return self.kept / f"{name}.html"
 
