@@ -1,11 +1,12 @@
 """Run in your browser, in Chromium, on the built site.
 
 Every lab the site offers prints, under Pyodide, exactly what its page
-records; after a reader's edit it prints exactly what CPython prints
-for the edited code. Python loads on the first Run only, from the
-site's own files. An error shows its traceback; Stop and the time limit
-end a loop, and the next Run starts a fresh Python. The runner passes
-axe-core.
+records; after a reader's edit (code that prints the names its
+session's earlier blocks defined) it prints exactly what CPython
+prints, and Reset brings the lab's code back. Python loads on the
+first Run only, from the site's own files. An error shows its
+traceback; Stop and the time limit end a loop, and the next Run starts
+a fresh Python. The runner passes axe-core.
 """
 
 import difflib
@@ -137,20 +138,21 @@ def test_every_lab_prints_its_record_and_an_edit_what_cpython_prints(
             )
     for n, lab in enumerate(data):
         box = page.locator(".course-runner").nth(n)
-        box.get_by_role("button", name="Reset").click()
         editor = box.locator(".course-runner__editor")
         editor.click()
-        editor.press("Control+Home")
+        editor.press("Control+a")
         page.keyboard.insert_text(EDIT)  # as a paste: type_over types
-        editor.press("Enter")
-        edited = editor.text_content()
-        assert edited.startswith(EDIT + "\n"), edited[:200]
+        assert editor.text_content().strip() == EDIT
         state, shown = run(box)
-        want = in_cpython(lab["setup"], edited)
+        want = in_cpython(lab["setup"], EDIT)
         if (state, shown) != ("done", want):
             wrong.append(
                 f"{lab['page']} lab {n + 1} edited ({state}):\n{shown}"
             )
+        box.get_by_role("button", name="Reset").click()
+        restored = editor.text_content()
+        if restored.rstrip("\n") != lab["source"].rstrip("\n"):
+            wrong.append(f"{lab['page']} lab {n + 1}: Reset left {restored!r}")
     assert not wrong, "\n\n".join(wrong)
     name, _ = runner.archive()
     assert any(url.endswith("pyodide.asm.wasm") for url in loaded)
