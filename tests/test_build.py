@@ -135,7 +135,7 @@ def test_a_fresh_build_needs_only_the_docs_group_and_is_make_builds_site(
     the train and test groups unimportable gives, file for file, the
     site/ that `make build` made here, at another path and with the
     cache on: no output depends on the time, the path, the run or the
-    cache."""
+    cache; and with CI=true it keeps nothing in .cache/."""
     name, _ = runner.archive()
     if not (SITE / runner.RUN_DIR / name).is_file():
         pytest.fail(f"{SITE} is missing or stale: run `make build` first")
@@ -143,6 +143,7 @@ def test_a_fresh_build_needs_only_the_docs_group_and_is_make_builds_site(
     done = build(project)
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(list((project / "site").rglob("*.html"))) > 15
+    assert not (project / ".cache").exists(), "CI=true kept something"
     found = differences(SITE, project / "site")
     assert not found, (
         "the fresh build differs from site/ (run `make build` again after "
