@@ -6,12 +6,17 @@ The HTML of each executed block (course/hooks.py), the charts
 snippets/ and course/: any edit there starts afresh, a prose edit
 reuses them. Jinja keeps the theme's compiled templates in
 .cache/templates/ by its own key, each template's source. CI=true (or
-1, yes) turns the cache off.
+1, yes) turns the cache off: nothing is kept for a later build. The
+charts a build draws still go to a folder, its process's own, removed
+when it exits: a second process draws some of them ahead into it.
 """
 
+import atexit
+import functools
 import hashlib
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,6 +25,13 @@ STORE = ROOT / ".cache"
 
 def enabled():
     return os.environ.get("CI", "").strip().lower() not in {"true", "1", "yes"}
+
+
+@functools.cache
+def _own_store():
+    path = Path(tempfile.mkdtemp(prefix="course-build-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def key(root=ROOT):
@@ -34,8 +46,9 @@ def key(root=ROOT):
 
 
 def folder(name):
-    """.cache/NAME/KEY for the current sources; other keys are removed."""
-    current = STORE / name / key()
+    """.cache/NAME/KEY for the current sources; other keys are removed.
+    With the cache off, NAME/KEY in this process's own folder."""
+    current = (STORE if enabled() else _own_store()) / name / key()
     if current.parent.is_dir():
         for old in current.parent.iterdir():
             if old != current:

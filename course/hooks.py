@@ -12,6 +12,8 @@ with it. It
   text, no inline SVG), which it reads several times faster;
 - gives the notebook pages the site's style instead of JupyterLab's
   inlined CSS, and cell ids that do not change between builds;
+- draws the pages' charts in a second process as well, last page first
+  (course/figures.py), so that both cores work;
 - keeps each block's HTML, the charts and mkdocs-jupyter's pages under
   course/cache.py's key, and Jinja's compiled templates, so that a serve
   rebuild after a prose edit runs and compiles nothing;
@@ -24,6 +26,7 @@ import hashlib
 import itertools
 import json
 import re
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +36,7 @@ from markdown_exec import base_format, validator
 from markupsafe import Markup
 from mkdocs.plugins import event_priority
 
-from course import cache, execute, labs, notebooks, runner, vendor
+from course import cache, execute, figures, labs, notebooks, runner, vendor
 from course.fences import number_lines
 
 PYTHON_FENCES = ("python", "py", "pycon")
@@ -64,6 +67,7 @@ class Build:
     full: dict = field(default_factory=dict)  # page URL -> its HTML
     archive: str = ""  # the name of the labs' archive
     kept: Path | None = None  # where blocks' HTML is kept (cache on)
+    drawing: object = None  # the process drawing charts ahead, if any
 
     def on_config(self, config):
         """Python fences run through `self.format`; notebook cache."""
@@ -97,6 +101,28 @@ class Build:
         # since the last build afresh, not from sys.modules.
         for name in [n for n in sys.modules if n.startswith(FRESH)]:
             del sys.modules[name]
+
+    def on_nav(self, nav, config, files):
+        """Start drawing the pages' charts in a second process, last
+        page first, while this one builds from the first (figures.py)."""
+        charts = [
+            name
+            for page in nav.pages
+            if page.file.src_uri.endswith(".md")
+            for name in figures.printed(page.file.content_string)
+        ]
+        self.drawing = figures.ahead(charts)
+
+    def stop_drawing(self, wait):
+        if self.drawing is not None:
+            if not wait:
+                self.drawing.kill()
+            try:
+                self.drawing.wait(timeout=figures.WAIT_S)
+            except subprocess.TimeoutExpired:
+                self.drawing.kill()
+                self.drawing.wait()
+            self.drawing = None
 
     def on_page_markdown(self, markdown, page, config, files):
         self.page, self.blocks, self.labs = page, [], 0
@@ -256,7 +282,11 @@ class Build:
         page.content = self.full.pop(page.url)
         return context
 
+    def on_build_error(self, error):
+        self.stop_drawing(wait=False)
+
     def on_post_build(self, config):
+        self.stop_drawing(wait=True)  # every chart is drawn: it ends
         vendor.copy(config.site_dir)
         runner.write_archive(config.site_dir)
         notebooks.publish(config.site_dir)
@@ -265,8 +295,10 @@ class Build:
 build = Build()
 on_config = build.on_config
 on_pre_build = build.on_pre_build
+on_nav = build.on_nav
 on_page_markdown = build.on_page_markdown
 on_env = build.on_env
 on_page_content = build.on_page_content
 on_page_context = build.on_page_context
+on_build_error = build.on_build_error
 on_post_build = build.on_post_build

@@ -6,6 +6,9 @@ the whole site.)"""
 import math
 import re
 import shutil
+import subprocess
+import threading
+import time
 from itertools import product
 
 import pytest
@@ -124,6 +127,37 @@ def test_the_cache_gives_back_the_drawn_bytes(figures):
     for name, html in figures.items():
         assert figure(name) == html, name
         assert figure(name) == html, name  # a second call, from the cache
+
+
+def test_a_chart_being_drawn_elsewhere_is_waited_for_not_drawn_twice(
+    tmp_path, monkeypatch
+):
+    """The build and the process drawing ahead (course/figures.py): a
+    chart that a live process has claimed is waited for; the claim of a
+    process that died is taken over."""
+    drawn = []
+    monkeypatch.setattr(cache, "folder", lambda name: tmp_path)
+    monkeypatch.setattr(
+        "course.figures.draw", lambda name: drawn.append(name) or f"<{name}>"
+    )
+    with subprocess.Popen(["sleep", "30"]) as other:
+        (tmp_path / "ring.drawing").write_text(str(other.pid))
+
+        def finish():  # what the other process does when it has drawn
+            time.sleep(0.3)
+            (tmp_path / "ring.html").write_text("<drawn elsewhere>")
+            (tmp_path / "ring.drawing").unlink()
+
+        threading.Thread(target=finish).start()
+        assert figure("ring") == "<drawn elsewhere>"
+        other.kill()
+    (tmp_path / "bubble.drawing").write_text(str(other.pid))  # now dead
+    assert figure("bubble") == "<bubble>"
+    assert drawn == ["bubble"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "bubble.html",
+        "ring.html",
+    ]
 
 
 def test_figures_have_alt_text_title_and_caption(figures):
