@@ -7,8 +7,9 @@ snippets/ and course/: any edit there starts afresh, a prose edit
 reuses them. Jinja keeps the theme's compiled templates in
 .cache/templates/ by its own key, each template's source. CI=true (or
 1, yes) turns the cache off: nothing is kept for a later build. The
-charts a build draws still go to a folder, its process's own, removed
-when it exits: a second process draws some of them ahead into it.
+charts and notebook pages a build makes still go to a folder, its
+process's own, removed when it exits: it makes some of them ahead, in
+another process or thread (course/hooks.py).
 """
 
 import atexit

@@ -13,7 +13,9 @@ with it. It
 - gives the notebook pages the site's style instead of JupyterLab's
   inlined CSS, and cell ids that do not change between builds;
 - draws the pages' charts in a second process as well, last page first
-  (course/figures.py), so that both cores work;
+  (course/figures.py), and renders the notebook pages in a thread from
+  the start, so that both cores work: the notebooks' kernels are
+  processes of their own;
 - keeps each block's HTML, the charts and mkdocs-jupyter's pages under
   course/cache.py's key, and Jinja's compiled templates, so that a serve
   rebuild after a prose edit runs and compiles nothing;
@@ -28,6 +30,7 @@ import json
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,6 +71,7 @@ class Build:
     archive: str = ""  # the name of the labs' archive
     kept: Path | None = None  # where blocks' HTML is kept (cache on)
     drawing: object = None  # the process drawing charts ahead, if any
+    ahead: dict = field(default_factory=dict)  # notebook page -> Future
 
     def on_config(self, config):
         """Python fences run through `self.format`; notebook cache."""
@@ -81,11 +85,10 @@ class Build:
             }
             for name in PYTHON_FENCES
         )
-        if "mkdocs-jupyter" in config.plugins:
-            jupyter = config.plugins["mkdocs-jupyter"].config
-            jupyter["cache"] = cache.enabled()
-            if cache.enabled():
-                jupyter["cache_dir"] = str(cache.folder("notebooks"))
+        if "mkdocs-jupyter" in config.plugins:  # with CI=true, this
+            jupyter = config.plugins["mkdocs-jupyter"].config  # build's own
+            jupyter["cache"] = True
+            jupyter["cache_dir"] = str(cache.folder("notebooks"))
         return config
 
     def on_pre_build(self, config):
@@ -107,11 +110,42 @@ class Build:
         page first, while this one builds from the first (figures.py)."""
         charts = [
             name
-            for page in nav.pages
-            if page.file.src_uri.endswith(".md")
-            for name in figures.printed(page.file.content_string)
+            for file in files.documentation_pages()  # in the build's order
+            if file.src_uri.endswith(".md")
+            for name in figures.printed(file.content_string)
         ]
         self.drawing = figures.ahead(charts)
+        self.ahead = self.render_ahead(config, files)
+
+    def render_ahead(self, config, files):
+        """Render the notebook pages now, in a thread: their kernels run
+        on the other core while this thread builds the pages before
+        them. When the build reaches one, mkdocs-jupyter finds it in its
+        cache (on_config)."""
+        plugin = config.plugins.get("mkdocs-jupyter")
+        pages = [
+            file.page
+            for file in files.documentation_pages()
+            if plugin and file.page and plugin.should_include(file)
+        ]
+        if not pages:
+            return {}
+
+        def render(page):
+            plugin.on_pre_page(page, config=config, files=files)
+            page.render(config, files)
+
+        pool = ThreadPoolExecutor(max_workers=1)
+        rendering = {p.file.src_uri: pool.submit(render, p) for p in pages}
+        pool.shutdown(wait=False)  # it renders them all, then ends
+        return rendering
+
+    @event_priority(100)  # before mkdocs-jupyter's
+    def on_pre_page(self, page, config, files):
+        rendering = self.ahead.pop(page.file.src_uri, None)
+        if rendering is not None:
+            rendering.result()  # done, or its error stops the build
+        return page
 
     def stop_drawing(self, wait):
         if self.drawing is not None:
@@ -296,6 +330,7 @@ build = Build()
 on_config = build.on_config
 on_pre_build = build.on_pre_build
 on_nav = build.on_nav
+on_pre_page = build.on_pre_page
 on_page_markdown = build.on_page_markdown
 on_env = build.on_env
 on_page_content = build.on_page_content

@@ -82,7 +82,9 @@ def build(project, config="mkdocs.yml"):
     )
 
 
-def test_a_failing_block_or_a_broken_link_stops_the_build(tmp_path):
+def test_a_failing_block_or_notebook_or_a_broken_link_stops_the_build(
+    tmp_path,
+):
     project = copy_project(tmp_path, with_docs=False)
     docs = project / "docs"
     docs.mkdir()
@@ -101,6 +103,15 @@ def test_a_failing_block_or_a_broken_link_stops_the_build(tmp_path):
     assert done.returncode != 0
     assert "docs/page.md:3: code block raised ZeroDivisionError" in done.stderr
     assert not (project / "site" / "page" / "index.html").exists()
+    (docs / "page.md").write_text("# Page\n")
+    (docs / "exercises").mkdir()  # a notebook, rendered ahead (hooks.py)
+    (docs / "exercises" / "nb.py").write_text("# %%\nprint(1 / 0)\n")
+    (project / "test.yml").write_text(nav.replace("]", ", exercises/nb.py]"))
+    done = build(project, "test.yml")
+    assert done.returncode != 0
+    assert "Error reading page 'exercises/nb.py'" in done.stderr
+    assert "ZeroDivisionError" in done.stderr
+    assert not (project / "site" / "exercises" / "nb" / "index.html").exists()
 
 
 def differences(left, right):
