@@ -67,17 +67,19 @@ def draw(name):
 
 def _alive(pid):
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # no signal: only whether it exists
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass  # another user's
     return True
 
 
 def _take(path):
     """Draw chart path.stem into `path` unless it is there or another
     live process is drawing it; False when it is that other's."""
+    if path.is_file():
+        return True
     claim = path.with_suffix(".drawing")  # born holding its process id:
     mine = path.with_suffix(f".{os.getpid()}.pid")  # linked into place
     mine.write_text(str(os.getpid()))

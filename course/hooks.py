@@ -70,8 +70,8 @@ class Build:
     full: dict = field(default_factory=dict)  # page URL -> its HTML
     archive: str = ""  # the name of the labs' archive
     kept: Path | None = None  # where blocks' HTML is kept (cache on)
-    drawing: object = None  # the process drawing charts ahead, if any
-    ahead: dict = field(default_factory=dict)  # notebook page -> Future
+    drawing: subprocess.Popen | None = None  # drawing charts ahead
+    rendering: dict = field(default_factory=dict)  # notebook -> Future
 
     def on_config(self, config):
         """Python fences run through `self.format`; notebook cache."""
@@ -85,9 +85,9 @@ class Build:
             }
             for name in PYTHON_FENCES
         )
-        if "mkdocs-jupyter" in config.plugins:  # with CI=true, this
-            jupyter = config.plugins["mkdocs-jupyter"].config  # build's own
-            jupyter["cache"] = True
+        if "mkdocs-jupyter" in config.plugins:  # its cache: .cache/, or
+            jupyter = config.plugins["mkdocs-jupyter"].config  # with CI=true
+            jupyter["cache"] = True  # this build's own folder (cache.py)
             jupyter["cache_dir"] = str(cache.folder("notebooks"))
         return config
 
@@ -115,7 +115,7 @@ class Build:
             for name in figures.printed(file.content_string)
         ]
         self.drawing = figures.ahead(charts)
-        self.ahead = self.render_ahead(config, files)
+        self.rendering = self.render_ahead(config, files)
 
     def render_ahead(self, config, files):
         """Render the notebook pages now, in a thread: their kernels run
@@ -142,7 +142,8 @@ class Build:
 
     @event_priority(100)  # before mkdocs-jupyter's
     def on_pre_page(self, page, config, files):
-        rendering = self.ahead.pop(page.file.src_uri, None)
+        """A notebook page waits for its render ahead (its cache entry)."""
+        rendering = self.rendering.pop(page.file.src_uri, None)
         if rendering is not None:
             rendering.result()  # done, or its error stops the build
         return page
