@@ -7,11 +7,10 @@ finds nothing serious (in code, one token of each kind), nor its colour
 rules after the palette toggle; the page stays within its weight.
 Search finds the lesson's words. The detectors are in detectors.js."""
 
-from urllib.parse import urlsplit
-
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from mkdocs.utils.yaml import yaml_load
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from course.fences import ROOT
 from tests.browser.conftest import LAPTOP, PHONE, site_pages
@@ -97,16 +96,31 @@ def test_page(page, base_url, detect, path, view):
     assert not problems, f"/{path} ({view}):\n" + "\n".join(problems)
 
 
+TOP_RESULTS = (  # the paths of the first three search results
+    "() => [...document.querySelectorAll('.md-search-result__list > li > a')]"
+    ".slice(0, 3).map((a) => new URL(a.href).pathname)"
+)
+SEARCH_MS = 15_000
+
+
 @pytest.mark.parametrize(
     "query, found",
     [("all-reduce", "ddp/"), ("ZeRO-3", "zero/"), ("bubble", "pipeline/")],
 )
 def test_search_finds_the_page(page, base_url, query, found):
+    """The page is among the first three results. The list is redrawn
+    as each typed key's search comes back, so the test waits for the
+    page to be there rather than reading the first list shown."""
     page.goto(base_url)
     box = page.locator("input.md-search__input")  # in the laptop header
     box.click()
     box.press_sequentially(query)
-    results = page.locator(".md-search-result__list > li > a")
-    results.first.wait_for()
-    top = [urlsplit(a.get_attribute("href")).path for a in results.all()[:3]]
-    assert f"/{found}" in top, top
+    try:
+        page.wait_for_function(
+            f"(want) => ({TOP_RESULTS})().includes(want)",
+            arg=f"/{found}",
+            timeout=SEARCH_MS,
+        )
+    except PlaywrightTimeoutError:
+        shown = page.evaluate(TOP_RESULTS)
+        pytest.fail(f"{query!r}: /{found} is not in the top three, {shown}")
