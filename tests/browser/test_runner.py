@@ -1,12 +1,11 @@
 """Run in your browser, in Chromium, on the built site.
 
 Every lab the site offers prints, under Pyodide, exactly what its page
-records; after a reader's edit (code that prints the names its
-session's earlier blocks defined) it prints exactly what CPython
-prints, and Reset brings the lab's code back. Python loads on the
-first Run only, from the site's own files. An error shows its
-traceback; Stop and the time limit end a loop, and the next Run starts
-a fresh Python. The runner passes axe-core.
+records; after a reader's edit it prints exactly what CPython prints
+for the edited code, and Reset brings the lab's code back. Python
+loads on the first Run only, from the site's own files. An error shows
+its traceback; Stop and the time limit end a loop, and the next Run
+starts a fresh Python. The runner passes axe-core.
 """
 
 import difflib
@@ -140,11 +139,13 @@ def test_every_lab_prints_its_record_and_an_edit_what_cpython_prints(
         box = page.locator(".course-runner").nth(n)
         editor = box.locator(".course-runner__editor")
         editor.click()
-        editor.press("Control+a")
+        editor.press("Control+Home")
         page.keyboard.insert_text(EDIT)  # as a paste: type_over types
-        assert editor.text_content().strip() == EDIT
+        editor.press("Enter")
+        edited = editor.text_content()
+        assert edited.startswith(EDIT + "\n"), edited[:200]
         state, shown = run(box)
-        want = in_cpython(lab["setup"], EDIT)
+        want = in_cpython(lab["setup"], edited)
         if (state, shown) != ("done", want):
             wrong.append(
                 f"{lab['page']} lab {n + 1} edited ({state}):\n{shown}"
