@@ -107,7 +107,9 @@ class Build:
 
     def on_nav(self, nav, config, files):
         """Start drawing the pages' charts in a second process, last
-        page first, while this one builds from the first (figures.py)."""
+        page first, while this one builds from the first (figures.py);
+        if any is to draw, the cache is cold: render the notebooks ahead
+        too. (A warm rebuild would only read their cache twice.)"""
         charts = [
             name
             for file in files.documentation_pages()  # in the build's order
@@ -115,7 +117,8 @@ class Build:
             for name in figures.printed(file.content_string)
         ]
         self.drawing = figures.ahead(charts)
-        self.rendering = self.render_ahead(config, files)
+        if self.drawing is not None:
+            self.rendering = self.render_ahead(config, files)
 
     def render_ahead(self, config, files):
         """Render the notebook pages now, in a thread: their kernels run
