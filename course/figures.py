@@ -131,11 +131,9 @@ def ahead(charts):
     missing = [n for n in charts if not (folder / f"{n}.html").is_file()]
     if not missing:
         return None
-    path = [str(cache.ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    return subprocess.Popen(
+    return subprocess.Popen(  # -m: it imports course/ from its cwd
         [sys.executable, "-m", "course.figures", str(folder), *missing[::-1]],
         cwd=cache.ROOT,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
         stdin=subprocess.DEVNULL,
     )
 

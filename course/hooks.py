@@ -107,9 +107,8 @@ class Build:
 
     def on_nav(self, nav, config, files):
         """Start drawing the pages' charts in a second process, last
-        page first, while this one builds from the first (figures.py);
-        if any is to draw, the cache is cold: render the notebooks ahead
-        too. (A warm rebuild would only read their cache twice.)"""
+        page first, while this one builds from the first (figures.py),
+        and the notebooks in a thread if their cache is empty."""
         charts = [
             name
             for file in files.documentation_pages()  # in the build's order
@@ -117,15 +116,18 @@ class Build:
             for name in figures.printed(file.content_string)
         ]
         self.drawing = figures.ahead(charts)
-        if self.drawing is not None:
-            self.rendering = self.render_ahead(config, files)
+        self.rendering = self.render_ahead(config, files)
 
     def render_ahead(self, config, files):
         """Render the notebook pages now, in a thread: their kernels run
         on the other core while this thread builds the pages before
         them. When the build reaches one, mkdocs-jupyter finds it in its
-        cache (on_config)."""
+        cache (on_config). Not when that cache holds any page: a warm
+        rebuild would only read it twice, and after one notebook's edit
+        that one renders in its turn, as without this thread."""
         plugin = config.plugins.get("mkdocs-jupyter")
+        if plugin and any(Path(plugin.config["cache_dir"]).glob("*.json")):
+            return {}
         pages = [
             file.page
             for file in files.documentation_pages()
