@@ -1,8 +1,10 @@
 """Run in your browser, in Chromium, on the built site.
 
 Every lab the site offers prints, under Pyodide, exactly what its page
-records; after a reader's edit it prints exactly what CPython prints
-for the edited code, and Reset brings the lab's code back. Python
+records, and after a reader's edit exactly what CPython prints for the
+edited code: all of them in one Python, through run.js's runCode as
+the Run button calls it. Every runner shows its lab's code; on the ZeRO
+page the buttons and the editor run, edit and Reset its labs. Python
 loads on the first Run only, from the site's own files. An error shows
 its traceback; Stop and the time limit end a loop, and the next Run
 starts a fresh Python. The runner passes axe-core.
@@ -115,28 +117,82 @@ def test_the_site_offers_every_lab_it_can():
             assert (data["page"], data["source"]) in RECORDS, data["page"]
 
 
-@pytest.mark.parametrize("path", LAB_PAGES)
+RUN_CODE = """async ([module, lab, code]) => {
+  const { runCode } = await import(module);
+  const result = await runCode({ ...lab, code });
+  if (result.stopped) return ["stopped", result.stopped];
+  if (result.error) return ["error", (result.output || "") + result.error];
+  return ["done", result.output];
+}"""
+
+
 def test_every_lab_prints_its_record_and_an_edit_what_cpython_prints(
-    page, base_url, path
+    page, base_url
 ):
-    page.goto(base_url + path)
+    """Every lab of every page, run as its Run button runs it: through
+    run.js's runCode, with the page's setup, limit and archive, in one
+    Python (as a reader's stays loaded on a page); then edited, as a
+    reader edits it, against CPython. Python loads on the first run
+    only, from the site's own files."""
     loaded = []
     page.on("request", lambda r: loaded.append(r.url))
-    data = runners(path)
+    page.goto(base_url + "zero/")
+    assert not any("pyodide" in url for url in loaded), loaded
+    module = base_url + "assets/run/run.js"  # the page's own run.js
     wrong = []
-    for n, lab in enumerate(data):
+    labs = [lab for path in LAB_PAGES for lab in runners(path)]
+    for lab in labs:
+        state, shown = page.evaluate(RUN_CODE, [module, lab, lab["source"]])
+        want = RECORDS[lab["page"], lab["source"]]
+        if (state, shown.rstrip("\n")) != ("done", want):
+            wrong.append(
+                f"{lab['page']} ({state}):\n"
+                + diff(want, shown.rstrip("\n"), "record", "Run")
+            )
+        edited = f"{EDIT}\n{lab['source']}"
+        state, shown = page.evaluate(RUN_CODE, [module, lab, edited])
+        want = in_cpython(lab["setup"], edited)
+        if (state, shown) != ("done", want):
+            wrong.append(f"{lab['page']} edited ({state}):\n{shown}")
+    assert not wrong, "\n\n".join(wrong)
+    assert len(labs) == sum(len(runners(p)) for p in site_pages())
+    name, _ = runner.archive()
+    assert sum(url.endswith("pyodide.asm.wasm") for url in loaded) == 1
+    assert any(url.endswith(name) for url in loaded)
+
+
+@pytest.mark.parametrize("path", LAB_PAGES)
+def test_every_runner_shows_its_lab(page, base_url, path):
+    """Each runner, opened as a reader opens it, shows its lab's code
+    and a Run button; nothing of Python loads before a Run."""
+    loaded = []
+    page.on("request", lambda r: loaded.append(r.url))
+    page.goto(base_url + path)
+    for n, lab in enumerate(runners(path)):
         box = open_runner(page, n)
-        if n == 0:
-            assert not any("pyodide" in url for url in loaded), loaded
+        editor = box.locator(".course-runner__editor")
+        assert editor.text_content().rstrip("\n") == lab["source"].rstrip(
+            "\n"
+        ), f"{path} runner {n + 1}"
+        assert box.get_by_role("button", name="Run", exact=True).is_enabled()
+    assert not any("pyodide" in url for url in loaded), loaded
+
+
+def test_a_reader_runs_edits_and_resets_the_labs_of_a_page(page, base_url):
+    """On the ZeRO page, with the buttons and the editor: each lab prints
+    its record; after an edit, what CPython prints; Reset brings the
+    lab's code back. The runners then pass axe-core."""
+    page.goto(base_url + "zero/")
+    wrong = []
+    for n, lab in enumerate(runners("zero/")):
+        box = open_runner(page, n)
         state, shown = run(box)
         want = RECORDS[lab["page"], lab["source"]]
         if (state, shown.rstrip("\n")) != ("done", want):
             wrong.append(
-                f"{lab['page']} lab {n + 1} ({state}):\n"
+                f"lab {n + 1} ({state}):\n"
                 + diff(want, shown.rstrip("\n"), "record", "Run")
             )
-    for n, lab in enumerate(data):
-        box = page.locator(".course-runner").nth(n)
         editor = box.locator(".course-runner__editor")
         editor.click()
         editor.press("Control+Home")
@@ -147,17 +203,19 @@ def test_every_lab_prints_its_record_and_an_edit_what_cpython_prints(
         state, shown = run(box)
         want = in_cpython(lab["setup"], edited)
         if (state, shown) != ("done", want):
-            wrong.append(
-                f"{lab['page']} lab {n + 1} edited ({state}):\n{shown}"
-            )
+            wrong.append(f"lab {n + 1} edited ({state}):\n{shown}")
         box.get_by_role("button", name="Reset").click()
         restored = editor.text_content()
         if restored.rstrip("\n") != lab["source"].rstrip("\n"):
-            wrong.append(f"{lab['page']} lab {n + 1}: Reset left {restored!r}")
+            wrong.append(f"lab {n + 1}: Reset left {restored!r}")
     assert not wrong, "\n\n".join(wrong)
-    name, _ = runner.archive()
-    assert any(url.endswith("pyodide.asm.wasm") for url in loaded)
-    assert any(url.endswith(name) for url in loaded)
+    found = Axe().run(page, context=".course-runner").response
+    serious = [
+        v["id"]
+        for v in found["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+    assert not serious, serious
 
 
 @pytest.fixture
@@ -203,14 +261,3 @@ def test_stop_and_the_time_limit_end_a_loop(page, base_url):
     box.get_by_role("button", name="Reset").click()
     state, _ = run(box)
     assert state == "done"
-
-
-def test_the_runner_passes_axe(zero):
-    run(zero)
-    found = Axe().run(zero.page, context=".course-runner").response
-    serious = [
-        v["id"]
-        for v in found["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
-    assert not serious, serious
