@@ -159,18 +159,32 @@ function notebook() {
   return problems.slice(0, 5);
 }
 
-// Not a detector: code blocks show a few pairs of colours thousands of
-// times, one pair per kind of token. Mark the smallest shown element of
-// each kind (tag, class, colour, its block's background, highlighted
-// line or not) with data-axe-sample, so that axe's colour rules check
-// each pair once (test_pages.py). Returns how many it marked.
-function sampleCode() {
+// Not a detector: a page shows a few kinds of text many times over, and
+// its code blocks a few pairs of colours thousands of times. Mark the
+// smallest shown element of each kind of text with data-axe-sample, so
+// that axe's colour rules check each kind once (test_pages.py). A kind
+// is the tag, the class, the colour, size and weight, the parent's
+// colour (for links in text) and every background and opacity between
+// the text and the first opaque background behind it. Returns how many
+// it marked.
+function sampleText() {
   document.querySelectorAll("[data-axe-sample]").forEach((e) => e.removeAttribute("data-axe-sample"));
+  const behind = (e) => {
+    const layers = [];
+    for (let a = e; a; a = a.parentElement) {
+      const s = getComputedStyle(a);
+      layers.push(s.backgroundColor, s.backgroundImage, s.opacity, s.filter, s.mixBlendMode);
+      if (s.backgroundColor.startsWith("rgb(") || s.backgroundImage !== "none") break;
+    }
+    return layers.join(",");
+  };
   const kinds = new Map();
-  for (const e of document.querySelectorAll(".highlight code, .highlight code *")) {
+  for (const e of document.body.querySelectorAll("*")) {
+    if (![...e.childNodes].some((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim())) continue;
     if (!shown(e)) continue;
-    const block = getComputedStyle(e.closest("pre") ?? e).backgroundColor;
-    const key = [e.localName, e.className, getComputedStyle(e).color, block, !!e.closest(".hll")].join("|");
+    const s = getComputedStyle(e);
+    const parent = e.parentElement ? getComputedStyle(e.parentElement).color : "";
+    const key = [e.localName, e.className, s.color, s.fontSize, s.fontWeight, s.textShadow, parent, behind(e)].join("|");
     const size = e.getElementsByTagName("*").length;
     if (!kinds.has(key) || size < kinds.get(key).size) kinds.set(key, { e, size });
   }
