@@ -1,7 +1,8 @@
-"""The planner's form on the built site: Plan shows exactly what the
-command line answers for the same inputs (its --json, laid out by the
-renderer the page uses); a bad field is refused by name and the next
-Plan works; the form passes axe-core."""
+"""The planner's form on the built site, as a reader uses it: Plan
+shows exactly what the command line answers for the same inputs (its
+--json, laid out by the renderer the page uses); a bad field is
+refused by name and the next Plan works; the form passes axe-core.
+One page, so Python loads once."""
 
 import json
 import subprocess
@@ -60,34 +61,35 @@ def fields(form):
     )
 
 
-def test_the_form_answers_as_the_command_line(form, tmp_path):
-    for changes in ({}, CHANGED):
-        if changes:
-            form.locator("details > summary").click()  # the cluster's own
-        for name, value in changes.items():
-            form.locator(f"[name={name}]").fill(value)
-        assert plan(form) == "done"
-        shown = form.locator("[data-planner-result]").inner_html()
-        # the command line's answer, as the browser serializes it
-        want = form.evaluate(
-            "(f, h) => Object.assign(document.createElement('div'),"
-            " {innerHTML: h}).innerHTML",
-            html(command_line(fields(form), tmp_path)),
-        )
-        assert shown == want, changes
+def answer_matches_the_command_line(form, tmp_path):
+    shown = form.locator("[data-planner-result]").inner_html()
+    # the command line's answer, as the browser serializes it
+    want = form.evaluate(
+        "(f, h) => Object.assign(document.createElement('div'),"
+        " {innerHTML: h}).innerHTML",
+        html(command_line(fields(form), tmp_path)),
+    )
+    return shown == want
 
 
-def test_a_bad_field_is_refused_by_name_and_the_next_plan_works(form):
+def test_the_form_answers_as_the_command_line_and_refuses_a_bad_field(
+    form, tmp_path
+):
+    """The page's inputs are planned as the command line plans them; a
+    bad field is then refused by name; with it mended and the cluster
+    changed, the next Plan again answers as the command line. The form
+    and its answer pass axe-core."""
+    assert plan(form) == "done"
+    assert answer_matches_the_command_line(form, tmp_path), "the page's inputs"
     form.locator("[name=nodes]").fill("two")
     assert plan(form) == "error"
     message = form.get_by_role("alert").text_content()
     assert "nodes" in message, message
-    form.locator("[name=nodes]").fill("2")
+    form.locator("details > summary").click()  # the cluster's own
+    for name, value in CHANGED.items():
+        form.locator(f"[name={name}]").fill(value)
     assert plan(form) == "done"
-
-
-def test_the_form_and_its_answer_pass_axe(form):
-    plan(form)
+    assert answer_matches_the_command_line(form, tmp_path), CHANGED
     found = Axe().run(form.page, context="form[data-course-planner]")
     serious = [
         v["id"]
