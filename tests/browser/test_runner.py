@@ -181,7 +181,8 @@ def test_every_runner_shows_its_lab(page, base_url, path):
 def test_a_reader_runs_edits_and_resets_the_labs_of_a_page(page, base_url):
     """On the ZeRO page, with the buttons and the editor: each lab prints
     its record; after an edit, what CPython prints; Reset brings the
-    lab's code back. The runners then pass axe-core."""
+    lab's code back. An error shows the Python traceback. The runners,
+    one showing an output and one an error, then pass axe-core."""
     page.goto(base_url + "zero/")
     wrong = []
     for n, lab in enumerate(runners("zero/")):
@@ -209,6 +210,12 @@ def test_a_reader_runs_edits_and_resets_the_labs_of_a_page(page, base_url):
         if restored.rstrip("\n") != lab["source"].rstrip("\n"):
             wrong.append(f"lab {n + 1}: Reset left {restored!r}")
     assert not wrong, "\n\n".join(wrong)
+    first, second = (open_runner(page, n) for n in (0, 1))
+    type_over(first, "total = 1\ntotal / 0")
+    state, shown = run(first)
+    assert state == "error", shown
+    assert shown.rstrip().endswith("ZeroDivisionError: division by zero")
+    assert run(second)[0] == "done"
     found = Axe().run(page, context=".course-runner").response
     serious = [
         v["id"]
@@ -216,20 +223,6 @@ def test_a_reader_runs_edits_and_resets_the_labs_of_a_page(page, base_url):
         if v["impact"] in ("serious", "critical")
     ]
     assert not serious, serious
-
-
-@pytest.fixture
-def zero(page, base_url):
-    """The ZeRO page's first runner, its tab open."""
-    page.goto(base_url + "zero/")
-    return open_runner(page, 0)
-
-
-def test_an_error_shows_the_python_traceback(zero):
-    type_over(zero, "total = 1\ntotal / 0")
-    state, shown = run(zero)
-    assert state == "error", shown
-    assert shown.rstrip().endswith("ZeroDivisionError: division by zero")
 
 
 def test_stop_and_the_time_limit_end_a_loop(page, base_url):
