@@ -145,7 +145,9 @@ def test_a_chart_being_drawn_elsewhere_is_waited_for_not_drawn_twice(
 
         def finish():  # what the other process does when it has drawn
             time.sleep(0.3)
-            (tmp_path / "ring.html").write_text("<drawn elsewhere>")
+            part = tmp_path / "ring.other.part"  # whole or not at all,
+            part.write_text("<drawn elsewhere>")  # as _take writes it
+            part.replace(tmp_path / "ring.html")
             (tmp_path / "ring.drawing").unlink()
 
         threading.Thread(target=finish).start()
