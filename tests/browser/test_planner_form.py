@@ -92,8 +92,9 @@ def test_the_form_answers_as_the_command_line_and_refuses_a_bad_field(
     assert answer_matches_the_command_line(form, tmp_path), CHANGED
     found = Axe().run(form.page, context="form[data-course-planner]")
     serious = [
-        v["id"]
+        f"{v['id']}: {n['target']} {n['failureSummary']}"
         for v in found.response["violations"]
         if v["impact"] in ("serious", "critical")
+        for n in v["nodes"]
     ]
-    assert not serious, serious
+    assert not serious, "\n".join(serious)

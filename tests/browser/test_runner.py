@@ -218,11 +218,12 @@ def test_a_reader_runs_edits_and_resets_the_labs_of_a_page(page, base_url):
     assert run(second)[0] == "done"
     found = Axe().run(page, context=".course-runner").response
     serious = [
-        v["id"]
+        f"{v['id']}: {n['target']} {n['failureSummary']}"
         for v in found["violations"]
         if v["impact"] in ("serious", "critical")
+        for n in v["nodes"]
     ]
-    assert not serious, serious
+    assert not serious, "\n".join(serious)
 
 
 def test_stop_and_the_time_limit_end_a_loop(page, base_url):
