@@ -10,6 +10,7 @@ screenshot in test-results/ (--screenshot only-on-failure).
 from pathlib import Path
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 
 from course import runner
 from course.fences import ROOT
@@ -105,3 +106,15 @@ def detect(page):
         return page.evaluate(script, list(args))
 
     return run
+
+
+def serious_axe(page, context):
+    """axe-core's serious and critical findings in `context` (a CSS
+    selector): each element, and axe's summary with its colours."""
+    found = Axe().run(page, context=context).response
+    return [
+        f"{v['id']}: {n['target']} {n['failureSummary']}"
+        for v in found["violations"]
+        if v["impact"] in ("serious", "critical")
+        for n in v["nodes"]
+    ]

@@ -9,10 +9,10 @@ import subprocess
 import sys
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 
 from course.fences import ROOT
 from snippets.planner.report import html
+from tests.browser.conftest import serious_axe
 
 PLAN_MS = 90_000  # the first Plan loads Pyodide
 CHANGED = {"nodes": "4", "global_batch_tokens": "2097152", "nic_GBps": "25"}
@@ -90,11 +90,5 @@ def test_the_form_answers_as_the_command_line_and_refuses_a_bad_field(
         form.locator(f"[name={name}]").fill(value)
     assert plan(form) == "done"
     assert answer_matches_the_command_line(form, tmp_path), CHANGED
-    found = Axe().run(form.page, context="form[data-course-planner]")
-    serious = [
-        f"{v['id']}: {n['target']} {n['failureSummary']}"
-        for v in found.response["violations"]
-        if v["impact"] in ("serious", "critical")
-        for n in v["nodes"]
-    ]
+    serious = serious_axe(form.page, "form[data-course-planner]")
     assert not serious, "\n".join(serious)
