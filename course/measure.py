@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from course.stress import launch_command, run
+from course.stress import launch_command, run, what_failed
 from snippets.torchrun import results
 
 
@@ -33,9 +33,9 @@ def measure(name, timeout=900):
         done = run(launch_command(entry, nproc, args, out), timeout=timeout)
         seconds = time.perf_counter() - began
         if done.returncode:
-            raise RuntimeError(
-                f"{name}: exit status {done.returncode}\n{done.stderr[-3000:]}"
-            )
+            failed = what_failed(done.stderr)
+            code = done.returncode
+            raise RuntimeError(f"{name}: exit status {code}\n{failed}")
         found = json.loads(out.read_text())
     if entry == "collectives":
         torch, body = found["torch"], {"rows": found["rows"]}

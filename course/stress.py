@@ -45,8 +45,10 @@ LAYOUTS = {
 
 def environment(**extra):
     """The environment of a launch: CPU only, one thread per rank, the
-    repository importable, no rank variables left from a caller."""
+    repository importable, no rank variables left from a caller, and
+    Python's stacks printed if a rank dies of a signal."""
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
+    env["PYTHONFAULTHANDLER"] = "1"
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"):
         env.pop(name, None)
     env.pop("MASTER_PORT", None)
@@ -81,6 +83,22 @@ def run(command, timeout=150, **options):
     )
 
 
+# The line torchrun logs when it starts stopping the other ranks.
+STOPPING = re.compile(r"^.*(closing signal|failed \(exitcode).*$", re.M)
+
+
+def what_failed(stderr, keep=8000):
+    """A failed launch's stderr, shortened: the last of what the ranks
+    printed before torchrun began to stop them, then torchrun's summary.
+    The tail alone is torchrun's report, which hides the first error."""
+    found = STOPPING.search(stderr)
+    if not found:
+        return stderr[-keep:]
+    summary = stderr.rfind("Root Cause")
+    tail = stderr[summary:] if summary > found.start() else ""
+    return stderr[: found.start()][-keep:] + "\n[torchrun:]\n" + tail
+
+
 def torchrun(*args, launcher=("--standalone", "--nproc_per_node=2"), **opts):
     """`torchrun LAUNCHER -m snippets.torchrun.train ARGS`, finished."""
     return run(launch_command("train", 2, args, launcher=launcher), **opts)
@@ -113,7 +131,7 @@ def launch(layout):
         return None
     return (
         f"exit status {done.returncode}, {clean} of {nproc} clean exits\n"
-        + done.stderr[-2000:]
+        + what_failed(done.stderr)
     )
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from course.stress import launch_command, run
+from course.stress import launch_command, run, what_failed
 from snippets.comms.alphabeta import busbw_GBps, fit, ring_seconds
 from snippets.torchrun import collectives, results
 
@@ -87,7 +87,7 @@ def test_a_fresh_run_measures_every_kind_and_size(tmp_path):
     out = tmp_path / "fresh.json"
     flags = ["--min-bytes=65536", "--max-bytes=4194304", "--rounds=3"]
     done = run(launch_command("collectives", 2, flags, out), timeout=200)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, what_failed(done.stderr)
     found = json.loads(out.read_text())["rows"]
     sizes = [2**k for k in range(16, 23)]
     assert sorted((r["kind"], r["bytes"]) for r in found) == sorted(

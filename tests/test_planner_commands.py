@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from course.stress import ROOT, environment
+from course.stress import ROOT, environment, what_failed
 from snippets.planner.command import launch_command
 from snippets.planner.report import plan
 
@@ -74,7 +74,7 @@ def test_the_emitted_command_trains(zero, nodes, strategy):
         text=True,
         timeout=150,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, what_failed(done.stderr)
 
 
 EIGHT = {**CPU, "gpus_per_node": 8, "nodes": 1}

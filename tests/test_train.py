@@ -28,6 +28,7 @@ from course.stress import (
     environment,
     launch,
     launch_command,
+    what_failed,
 )
 from course.stress import run as run_command
 from snippets.ddp.allreduce import allreduce_bytes
@@ -72,7 +73,7 @@ def fresh(tmp_path_factory):  # its tests share one xdist worker (loadgroup)
             runs = [results.run_flags(n)[i] for n, i in AGAIN[nproc]]
             command = launch_command("sweep", nproc, runs, out)
             done = run_command(command, timeout=400)
-            assert done.returncode == 0, done.stderr[-4000:]
+            assert done.returncode == 0, what_failed(done.stderr)
             made[nproc] = report.load(out), done.stdout
         return made[nproc]
 
@@ -655,6 +656,28 @@ def test_a_stress_launch_exits_cleanly():
     checkpoints exits 0 with a clean exit on every rank. (The launches
     above check the clean exits of every layout they train.)"""
     assert launch("fsdp") is None
+
+
+@pytest.mark.slow  # a torchrun launch
+def test_a_failed_launch_shows_the_first_error(tmp_path):
+    """What a failing test prints of a launch: the error of the rank that
+    failed first, which torchrun's long report would push out of the
+    tail, and the report's root cause."""
+    script = tmp_path / "fails.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "if os.environ['RANK'] == '1':\n"
+        "    raise RuntimeError('rank 1 failed first')\n"
+        "time.sleep(30)\n"
+    )
+    launcher = [sys.executable, "-m", "torch.distributed.run"]
+    two = ["--standalone", "--nproc_per_node=2"]
+    done = run_command([*launcher, *two, str(script)], timeout=60)
+    assert done.returncode == 1
+    shown = what_failed(done.stderr, keep=300)
+    assert "RuntimeError: rank 1 failed first" in shown, shown
+    assert shown.endswith("=" * 60 + "\n") and "rank      : 1" in shown
+    assert "rank 1 failed first" not in done.stderr[-1000:]
 
 
 # The planner's job for this model on one node of 8: dp 2 x tp 2 x pp 2,
