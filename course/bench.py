@@ -58,8 +58,9 @@ def serve_rebuilds(*edits):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    flags = os.environ["SERVE_FLAGS"].split()
     server = subprocess.Popen(
-        [BIN / "mkdocs", "serve", "-a", f"127.0.0.1:{port}", "--livereload"],
+        [BIN / "mkdocs", "serve", "-a", f"127.0.0.1:{port}", *flags],
         cwd=ROOT,
         env=ENV,
         stdout=subprocess.PIPE,
@@ -176,6 +177,8 @@ def timed(*command):
 
 
 def main():
+    if "SERVE_FLAGS" not in os.environ:  # the Makefile's, for make serve
+        raise SystemExit("python -m course.bench: run it as `make bench`")
     print(f"load average at start: {os.getloadavg()[0]:.1f} (2 cores here)")
     builds = [cold_build() for _ in range(3)]
     print(

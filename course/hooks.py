@@ -18,7 +18,9 @@ with it. It
   processes of their own;
 - keeps each block's HTML, the charts and mkdocs-jupyter's pages under
   course/cache.py's key, and Jinja's compiled templates, so that a serve
-  rebuild after a prose edit runs and compiles nothing;
+  rebuild after a prose edit runs and compiles nothing; `make serve`
+  (`--dirty`) then rebuilds that page only, and every page after an
+  edit anywhere else;
 - copies the npm files the site serves, writes the labs' archive and
   the notebooks' downloads into the site (course/vendor.py, runner.py,
   notebooks.py).
@@ -27,6 +29,8 @@ with it. It
 import hashlib
 import itertools
 import json
+import logging
+import os
 import re
 import subprocess
 import sys
@@ -51,7 +55,29 @@ STYLE = re.compile(r"<style\b[^>]*>.*?</style>\s*", re.DOTALL)
 CELL_ID = re.compile(r'id="cell-id=[^"]*"')
 HEADING = re.compile(r"<h[1-6]\b")
 CONFIG = Path(__file__).resolve().parent.parent / "mkdocs.yml"
+SOURCES, COURSE = CONFIG.parent / "snippets", CONFIG.parent / "course"
 CODE_BOX = re.compile(r'(<div class="highlight-ipynb[^"]*">)<pre>')
+
+
+class DirtyBuildNotice(logging.Filter):
+    """Drops MkDocs' warning that a dirty build (`make serve`) may leave
+    navigation stale: on_files rebuilds every page after an edit to
+    anything they are made from but a page, and the nav's titles are
+    mkdocs.yml's. Under strict mode,
+    the warning would abort every rebuild."""
+
+    def filter(self, record):
+        return not record.getMessage().startswith("A 'dirty' build")
+
+
+def quiet_the_dirty_build_notice():
+    """One DirtyBuildNotice on MkDocs' build logger, however many times
+    `mkdocs serve` loads this file."""
+    log = logging.getLogger("mkdocs.commands.build")
+    for old in list(log.filters):
+        if type(old).__name__ == DirtyBuildNotice.__name__:
+            log.removeFilter(old)
+    log.addFilter(DirtyBuildNotice())
 
 
 @dataclass
@@ -89,6 +115,7 @@ class Build:
             jupyter = config.plugins["mkdocs-jupyter"].config  # with CI=true
             jupyter["cache"] = True  # this build's own folder (cache.py)
             jupyter["cache_dir"] = str(cache.folder("notebooks"))
+        quiet_the_dirty_build_notice()
         return config
 
     def on_pre_build(self, config):
@@ -104,6 +131,34 @@ class Build:
         # since the last build afresh, not from sys.modules.
         for name in [n for n in sys.modules if n.startswith(FRESH)]:
             del sys.modules[name]
+
+    def on_files(self, files, config):
+        """`mkdocs serve --dirty` rebuilds a page when its source is
+        newer than its built copy. The pages also run the labs, include
+        files and are built by course/ and mkdocs.yml: an edit to any of
+        those rebuilds them all."""
+        pages = files.documentation_pages()
+        built = [f for f in pages if os.path.isfile(f.abs_dest_path)]
+        if not built:  # a clean build: every page is built anyway
+            return files
+        used = [CONFIG, *SOURCES.rglob("*"), *COURSE.rglob("*")]
+        used += [
+            Path(f.abs_src_path) for f in files.media_files() if f.abs_src_path
+        ]
+        newest = max(
+            path.stat().st_mtime
+            for path in used
+            if path.is_file() and "__pycache__" not in path.parts
+        )
+        stale = [
+            f for f in built if os.path.getmtime(f.abs_dest_path) < newest
+        ]
+        for file in stale:  # older than its source: MkDocs rebuilds it
+            os.utime(file.abs_dest_path, (0, 0))
+        search = config.plugins.get("material/search")
+        if stale and search is not None:  # it would keep the old copies
+            search.search_index_prev = None
+        return files
 
     def on_nav(self, nav, config, files):
         """Start drawing the pages' charts in a second process, last
@@ -335,6 +390,7 @@ class Build:
 build = Build()
 on_config = build.on_config
 on_pre_build = build.on_pre_build
+on_files = build.on_files
 on_nav = build.on_nav
 on_pre_page = build.on_pre_page
 on_page_markdown = build.on_page_markdown

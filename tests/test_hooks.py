@@ -4,6 +4,7 @@ and one `Build`. A failing or hanging block stops the build naming its
 page and line; a lab reads output first, with the Run tab the browser
 can use; the search index gets a light copy of the page."""
 
+import os
 import re
 from collections import defaultdict
 from types import SimpleNamespace
@@ -251,3 +252,73 @@ def test_a_notebook_page_loses_jupyterlab_css_and_random_cell_ids():
     assert re.findall(r'id="cell-id=(\w+)"', out) == ["1", "2"]
     assert '<pre tabindex="0">x = 1</pre>' in out
     assert content("ddp.md") == html
+
+
+def test_serve_rebuilds_the_edited_page_or_all_after_another_edit(
+    tmp_path, monkeypatch
+):
+    """`mkdocs serve --dirty`: after a page's edit MkDocs rebuilds that
+    page; after an edit under snippets/ or course/, on_files has it
+    rebuild every page, and the search plugin index them afresh."""
+    from mkdocs.structure.files import File, Files
+
+    docs, site = tmp_path / "docs", tmp_path / "site"
+    config_file = tmp_path / "mkdocs.yml"
+    lab = tmp_path / "snippets" / "lab.py"
+    build_code = tmp_path / "course" / "hooks.py"
+    monkeypatch.setattr(hooks, "CONFIG", config_file)
+    monkeypatch.setattr(hooks, "SOURCES", lab.parent)
+    monkeypatch.setattr(hooks, "COURSE", build_code.parent)
+
+    def write(path, when):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(path.name)
+        os.utime(path, (when, when))
+
+    for path in (config_file, lab, build_code, docs / "a.md", docs / "b.md"):
+        write(path, 1000)
+    for page in ("a", "b"):  # the last build, after the sources
+        write(site / page / "index.html", 2000)
+    search = SimpleNamespace(search_index_prev="the last index")
+    config = SimpleNamespace(plugins={"material/search": search})
+
+    def modified():
+        files = Files(
+            [File(n, str(docs), str(site), True) for n in ("a.md", "b.md")]
+        )
+        hooks.Build().on_files(files, config)
+        return [f.src_uri for f in files if f.is_modified()]
+
+    assert modified() == []
+    write(docs / "a.md", 3000)
+    assert modified() == ["a.md"]
+    assert search.search_index_prev == "the last index"
+    for page in ("a", "b"):
+        write(site / page / "index.html", 4000)
+    write(lab, 5000)
+    assert modified() == ["a.md", "b.md"]
+    assert search.search_index_prev is None
+    for page in ("a", "b"):
+        write(site / page / "index.html", 6000)
+    write(build_code, 7000)
+    assert modified() == ["a.md", "b.md"]
+
+
+def test_the_dirty_build_notice_alone_is_dropped_once(caplog):
+    """Under strict mode MkDocs' notice of a dirty build would abort
+    every `make serve` rebuild; other warnings still count."""
+    import logging
+
+    log = logging.getLogger("mkdocs.commands.build")
+    before = list(log.filters)
+    try:
+        for _ in range(3):  # serve loads the hooks once per build
+            hooks.quiet_the_dirty_build_notice()
+        added = [f for f in log.filters if f not in before]
+        assert len(added) == 1
+        with caplog.at_level(logging.WARNING, logger=log.name):
+            log.warning("A 'dirty' build is being performed, this will ...")
+            log.warning("Doc file 'walls.md' contains a link 'nowhere.md'")
+        assert [r.getMessage()[:8] for r in caplog.records] == ["Doc file"]
+    finally:
+        log.filters[:] = before
