@@ -4,6 +4,7 @@ and one `Build`. A failing or hanging block stops the build naming its
 page and line; a lab reads output first, with the Run tab the browser
 can use; the search index gets a light copy of the page."""
 
+import logging
 import os
 import re
 from collections import defaultdict
@@ -14,6 +15,7 @@ import pytest
 from markdown_exec import markdown_config
 from markdown_exec._internal.formatters import python as python_formatter
 from mkdocs.config import load_config
+from mkdocs.structure.files import File, Files
 
 from course import execute, hooks, labs
 from course.fences import ROOT
@@ -260,8 +262,6 @@ def test_serve_rebuilds_the_edited_page_or_all_after_another_edit(
     """`mkdocs serve --dirty`: after a page's edit MkDocs rebuilds that
     page; after an edit under snippets/ or course/, on_files has it
     rebuild every page, and the search plugin index them afresh."""
-    from mkdocs.structure.files import File, Files
-
     docs, site = tmp_path / "docs", tmp_path / "site"
     config_file = tmp_path / "mkdocs.yml"
     lab = tmp_path / "snippets" / "lab.py"
@@ -307,8 +307,6 @@ def test_serve_rebuilds_the_edited_page_or_all_after_another_edit(
 def test_the_dirty_build_notice_alone_is_dropped_once(caplog):
     """Under strict mode MkDocs' notice of a dirty build would abort
     every `make serve` rebuild; other warnings still count."""
-    import logging
-
     log = logging.getLogger("mkdocs.commands.build")
     before = list(log.filters)
     try:
