@@ -578,12 +578,14 @@ def page_commands():
 
 def shell(command, cwd, nproc):
     """Start `command` as a reader would, with the venv's torchrun first
-    on PATH, `nproc` processes and one step of a tiny model."""
+    on PATH, `nproc` processes and one step of a tiny model. Peers that
+    never meet stop the launch within a minute, with the script's own
+    message (--timeout), not the test's time limit."""
     command = re.sub(
         r"--nproc_per_node=\S+", f"--nproc_per_node={nproc}", command
     )
     return subprocess.Popen(
-        f"{command} {' '.join(SMALL)} --steps=1",
+        f"{command} {' '.join(SMALL)} --steps=1 --timeout=60",
         shell=True,
         cwd=cwd,
         env=dict(ENV, PATH=f"{Path(sys.executable).parent}:{ENV['PATH']}"),
