@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 NPM := $(VENV)/npm/.installed
 HOST ?= 127.0.0.1:8000
 # After an edit to a page, `make serve` rebuilds that page only; after
-# an edit anywhere else, every page (course/hooks.py, on_files). `make
+# an edit anywhere else, every page (course/build/hooks.py, on_files). `make
 # bench` times the rebuilds with the same flags.
 export SERVE_FLAGS := --livereload --dirty
 # torch comes from PyTorch's CPU index by default, as in CI: PyPI's Linux
@@ -91,11 +91,11 @@ test: setup browser ## Every check: lint, strict build, all tests
 
 .PHONY: stress
 stress: setup ## Launch the torchrun script 50 times per layout; count aborts
-	$(BIN)/python -m course.stress --launches $(or $(LAUNCHES),50)
+	$(BIN)/python -m course.tools.stress --launches $(or $(LAUNCHES),50)
 
 .PHONY: measure
 measure: setup ## Run the torchrun launches the pages show; record snippets/torchrun/results/
-	$(BIN)/python -m course.measure
+	$(BIN)/python -m course.tools.measure
 
 .PHONY: screenshots
 screenshots: setup browser ## Screenshot every page at 1280 and 390 px, both palettes
@@ -121,4 +121,4 @@ clean-venv: ## Remove .venv (the next command sets it up again)
 
 .PHONY: bench
 bench: setup ## Print build, rebuild, planner and training speed figures
-	$(BIN)/python -m course.bench
+	$(BIN)/python -m course.tools.bench

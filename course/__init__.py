@@ -1,1 +1,13 @@
-"""Build and test helpers for the course site (not shown to readers)."""
+"""The course site's own code, never shown to readers:
+
+- course/build/: the MkDocs hook and what it runs (strict execution of
+  the blocks, the labs' layout and Run tab data, notebooks, the cache);
+- course/charts/: the pages' charts, one module each;
+- course/tools/: what a contributor runs (bench, stress, measure).
+
+ROOT is the repository's root, for every module that needs a path.
+"""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent

@@ -4,7 +4,7 @@ code blocks in docs/ print instead of checking it; tests marked slow
 
 import pytest
 
-from course.fences import ROOT
+from course import ROOT
 from tests import docblocks
 
 

@@ -1,7 +1,7 @@
 """A sybil parser for the Python fences of docs/, with recorded outputs.
 
-Each ```python, ```py or ```pycon fence (found by course.fences, as in
-the build) runs through course.execute.run after the earlier blocks of
+Each ```python, ```py or ```pycon fence (found by course.build.fences, as in
+the build) runs through course.build.execute.run after the earlier blocks of
 its session, so it prints here what it prints on the page and in the
 browser. A pycon block the build does not run is a doctest.
 
@@ -30,8 +30,9 @@ from markdown_exec import validator
 from pymdownx.superfences import RE_OPTIONS
 from sybil import Region
 
-from course import execute
-from course.fences import PYTHON, ROOT, expand, fences
+from course import ROOT
+from course.build import execute
+from course.build.fences import PYTHON, expand, fences
 
 PAGES = sorted((ROOT / "docs").rglob("*.md"))
 RECORD = re.compile(

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from course.fences import ROOT
+from course import ROOT
 
 
 class Kind(NamedTuple):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from mkdocs.utils.meta import get_data
 
-from course.fences import PYTHON, expand, fences
+from course.build.fences import PYTHON, expand, fences
 
 COMMENT = re.compile(r"<!--(.*?)-->", re.DOTALL)
 INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from course import runner
-from course.fences import ROOT
+from course import ROOT
+from course.build import runner
 
 pytestmark = pytest.mark.slow
 SITE = ROOT / "site"  # what `make build` made

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from course.stress import launch_command, run, what_failed
+from course.tools.stress import launch_command, run, what_failed
 from snippets.comms.alphabeta import busbw_GBps, fit, ring_seconds
 from snippets.torchrun import collectives, results
 

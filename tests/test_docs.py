@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from sybil import Document
 
-from course.fences import ROOT
+from course import ROOT
 from tests.docblocks import PAGES, apply_updates, output, parse
 
 DOCUMENTS = [Document.parse(str(path), parse) for path in PAGES]
 EXAMPLES = [example for document in DOCUMENTS for example in document]
-# The opening line of a Python fence, counted without course.fences
+# The opening line of a Python fence, counted without course.build.fences
 OPENING = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*(python|pycon|py)\b", re.M)
 
 

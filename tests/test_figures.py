@@ -13,11 +13,17 @@ from itertools import product
 
 import pytest
 
-from course import cache
-from course.charts import course_map, strategy, zero_stages
+from course import ROOT
+from course.build import cache
+from course.charts import (
+    course_map,
+    draw,
+    figure,
+    names,
+    strategy,
+    zero_stages,
+)
 from course.charts._common import COMMS_JOB, P7B
-from course.fences import ROOT
-from course.figures import draw, figure, names
 from snippets.comms.cost import comms_cost
 from snippets.ddp.allreduce import allreduce_bytes
 from snippets.pipeline.bubble import bubble_fraction
@@ -132,13 +138,13 @@ def test_the_cache_gives_back_the_drawn_bytes(figures):
 def test_a_chart_being_drawn_elsewhere_is_waited_for_not_drawn_twice(
     tmp_path, monkeypatch
 ):
-    """The build and the process drawing ahead (course/figures.py): a
+    """The build and the process drawing ahead (course/charts/__init__.py): a
     chart that a live process has claimed is waited for; the claim of a
     process that died is taken over."""
     drawn = []
     monkeypatch.setattr(cache, "folder", lambda name: tmp_path)
     monkeypatch.setattr(
-        "course.figures.draw", lambda name: drawn.append(name) or f"<{name}>"
+        "course.charts.draw", lambda name: drawn.append(name) or f"<{name}>"
     )
     with subprocess.Popen(["sleep", "30"]) as other:
         (tmp_path / "ring.drawing").write_text(str(other.pid))

@@ -1,8 +1,8 @@
-"""The build's hooks (course/hooks.py), in-process, as markdown-exec tests
-its formatters: a page's Markdown converted with the site's extensions
-and one `Build`. A failing or hanging block stops the build naming its
-page and line; a lab reads output first, with the Run tab the browser
-can use; the search index gets a light copy of the page."""
+"""The build's hooks (course/build/hooks.py), in-process, as markdown-exec
+tests its formatters: a page's Markdown converted with the site's
+extensions and one `Build`. A failing or hanging block stops the build
+naming its page and line; a lab reads output first, with the Run tab the
+browser can use; the search index gets a light copy of the page."""
 
 import logging
 import os
@@ -17,8 +17,8 @@ from markdown_exec._internal.formatters import python as python_formatter
 from mkdocs.config import load_config
 from mkdocs.structure.files import File, Files
 
-from course import execute, hooks, labs
-from course.fences import ROOT
+from course import ROOT
+from course.build import execute, hooks, labs
 
 CONFIG = load_config(str(ROOT / "mkdocs.yml"))
 BEFORE = "# A page\n\nSome prose.\n\n"  # the fence opens on line 5
@@ -190,7 +190,7 @@ def test_the_run_tab_carries_the_session_and_is_left_out_when_it_cannot_run(
     data = re.search(r"data-course-runner>(.*?)</script>", html)[1]
     assert '"setup": ["x = 21"]' in data and '"limit": 60.0' in data
     assert ">42" in html
-    for needs in ("import course.figures", "from snippets.torchrun import tp"):
+    for needs in ("import course.charts", "from snippets.torchrun import tp"):
         refused = f'```python exec="on" session="page"\n{needs}\n```\n\n'
         html = render(
             fence("print(1)\n", 'source="lab" session="page"').replace(

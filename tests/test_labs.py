@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from course.fences import ROOT
+from course import ROOT
 
 
 def discovered_modules():

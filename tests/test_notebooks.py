@@ -19,9 +19,9 @@ import pytest
 from mkdocs.config import load_config
 from traitlets.config import Config
 
-from course import notebooks
-from course.fences import ROOT
-from course.notebooks import NOTEBOOKS, SITE_ONLY, export
+from course import ROOT
+from course.build import notebooks
+from course.build.notebooks import NOTEBOOKS, SITE_ONLY, export
 from tests.prose_numbers import (
     COMMENT,
     INLINE_CODE,

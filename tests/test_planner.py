@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from course.fences import ROOT
+from course import ROOT
 from snippets.activations.memory import activation_bytes_per_layer
 from snippets.planner import runs
 from snippets.planner.cost import (

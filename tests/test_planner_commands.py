@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from course.stress import ROOT, environment, what_failed
+from course import ROOT
+from course.tools.stress import environment, what_failed
 from snippets.planner.command import launch_command
 from snippets.planner.report import plan
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from course.fences import ROOT
+from course import ROOT
 from tests.docblocks import PAGES
 from tests.prose_numbers import split_page, untraced
 

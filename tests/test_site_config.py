@@ -6,7 +6,7 @@ import re
 
 from mkdocs.config import load_config
 
-from course.fences import ROOT
+from course import ROOT
 
 CONFIG = load_config(str(ROOT / "mkdocs.yml"))
 
@@ -29,9 +29,9 @@ def test_build_is_strict_and_makes_no_third_party_requests():
 
 
 def test_python_fences_run_through_the_build_and_links_are_checked():
-    """course/hooks.py, the one hook, runs the Python fences; MkDocs
+    """course/build/hooks.py, the one hook, runs the Python fences; MkDocs
     itself stops the strict build on a broken link or anchor."""
-    assert list(CONFIG.hooks) == ["course/hooks.py"]
+    assert list(CONFIG.hooks) == ["course/build/hooks.py"]
     config = CONFIG.plugins.on_config(load_config(str(ROOT / "mkdocs.yml")))
     fences = config.mdx_configs["pymdownx.superfences"]["custom_fences"]
     by_name = {fence["name"]: fence["format"] for fence in fences}

@@ -21,7 +21,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from course.stress import (
+from course.tools.stress import (
     CLEAN_EXIT,
     ROOT,
     SMALL,
@@ -30,7 +30,7 @@ from course.stress import (
     launch_command,
     what_failed,
 )
-from course.stress import run as run_command
+from course.tools.stress import run as run_command
 from snippets.ddp.allreduce import allreduce_bytes
 from snippets.pipeline.bubble import bubble_fraction
 from snippets.pipeline.schedule import (

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from course.fences import ROOT
+from course import ROOT
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 BIN = Path(sys.executable).parent

@@ -3,7 +3,14 @@ with and without gradient accumulation, for the comms page's job on
 InfiniBand (comms_cost)."""
 
 from course.charts._common import COMMS_JOB
-from course.svg import INK, PALETTE, figure_html, new_figure, style, text_box
+from course.charts._svg import (
+    INK,
+    PALETTE,
+    figure_html,
+    new_figure,
+    style,
+    text_box,
+)
 from snippets.comms.cost import LINKS_GBps, comms_cost
 from snippets.walls.walls import FLOPS_PER_PARAM_TOKEN
 

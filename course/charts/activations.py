@@ -2,7 +2,14 @@
 of a 7B model under each remedy (activation_bytes_per_gpu)."""
 
 from course.charts._common import P7B
-from course.svg import DARK_TEXT, INK, PALETTE, figure_html, new_figure, style
+from course.charts._svg import (
+    DARK_TEXT,
+    INK,
+    PALETTE,
+    figure_html,
+    new_figure,
+    style,
+)
 from snippets.activations.memory import activation_bytes_per_gpu
 from snippets.units import GB
 from snippets.walls.walls import state_GB

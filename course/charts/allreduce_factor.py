@@ -3,7 +3,14 @@ sends in a ring all-reduce of 7B bf16 gradients, for 2 to 1024 GPUs
 (allreduce_bytes)."""
 
 from course.charts._common import P7B, WORLD_SIZES
-from course.svg import INK, PALETTE, figure_html, log2_axis, new_figure, style
+from course.charts._svg import (
+    INK,
+    PALETTE,
+    figure_html,
+    log2_axis,
+    new_figure,
+    style,
+)
 from snippets.ddp.allreduce import allreduce_bytes
 
 

@@ -1,7 +1,13 @@
 """figure("bubble") on the pipeline page: the idle share of a pipeline
 step against the number of micro-batches (bubble_fraction)."""
 
-from course.svg import PALETTE, figure_html, log2_axis, new_figure, style
+from course.charts._svg import (
+    PALETTE,
+    figure_html,
+    log2_axis,
+    new_figure,
+    style,
+)
 from snippets.pipeline.bubble import bubble_fraction
 
 

@@ -2,7 +2,7 @@
 snippets/torchrun/collectives.py timed on 2 and 4 CPU ranks (gloo),
 against the alpha-beta model fitted to them (snippets/comms/alphabeta.py)."""
 
-from course.svg import PALETTE, figure_html, new_figure, style
+from course.charts._svg import PALETTE, figure_html, new_figure, style
 from snippets.comms.alphabeta import (
     busbw_GBps,
     fit,

@@ -3,7 +3,7 @@ all-reduce time of the comms lab's job as link bandwidth falls
 (comms_cost, LINKS_GBps)."""
 
 from course.charts._common import COMMS_JOB
-from course.svg import INK, PALETTE, figure_html, new_figure, style
+from course.charts._svg import INK, PALETTE, figure_html, new_figure, style
 from snippets.comms.cost import LINKS_GBps, comms_cost
 
 

@@ -1,7 +1,7 @@
 """figure("course-map") on the home page: the pages in reading order and
 what each one adds. It draws from no lab."""
 
-from course.svg import (
+from course.charts._svg import (
     DARK_TEXT,
     PALETTE,
     bare,

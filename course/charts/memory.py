@@ -3,7 +3,14 @@
 (memory_per_gpu)."""
 
 from course.charts._common import P7B, WORLD_SIZES
-from course.svg import INK, PALETTE, figure_html, log2_axis, new_figure, style
+from course.charts._svg import (
+    INK,
+    PALETTE,
+    figure_html,
+    log2_axis,
+    new_figure,
+    style,
+)
 from snippets.zero.memory import SHARDED, memory_per_gpu
 
 

@@ -7,7 +7,13 @@ from itertools import product
 
 from matplotlib.patches import Patch
 
-from course.svg import DARK_TEXT, PALETTE, figure_html, new_figure, style
+from course.charts._svg import (
+    DARK_TEXT,
+    PALETTE,
+    figure_html,
+    new_figure,
+    style,
+)
 from snippets.pipeline.schedule import idle_fraction, pipeline_schedule
 from snippets.torchrun import results, timelines
 

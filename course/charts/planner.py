@@ -1,7 +1,7 @@
 """figure("planner") on the planner page: every layout the planner tried
 for Llama 3 70B on 64 H100s, memory against throughput (plan_layouts)."""
 
-from course.svg import INK, PALETTE, figure_html, new_figure, style
+from course.charts._svg import INK, PALETTE, figure_html, new_figure, style
 from snippets.planner.layouts import plan_layouts
 from snippets.planner.model import MODELS, cluster
 

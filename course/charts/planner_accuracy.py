@@ -2,7 +2,7 @@
 measured run's tokens/s per GPU against the cost model's prediction,
 on log axes around y = x (snippets/planner/accuracy.py)."""
 
-from course.svg import INK, PALETTE, figure_html, new_figure, style
+from course.charts._svg import INK, PALETTE, figure_html, new_figure, style
 from snippets.planner import runs
 from snippets.planner.accuracy import compared, summary
 

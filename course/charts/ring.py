@@ -4,7 +4,7 @@ four ranks, and what each rank sends (allreduce_bytes)."""
 import math
 
 from course.charts._common import P7B
-from course.svg import (
+from course.charts._svg import (
     INK,
     PALETTE,
     bare,

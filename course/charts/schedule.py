@@ -5,7 +5,7 @@ from itertools import product
 
 from matplotlib.patches import Patch
 
-from course.svg import PALETTE, figure_html, new_figure, style
+from course.charts._svg import PALETTE, figure_html, new_figure, style
 from snippets.pipeline.schedule import (
     KINDS,
     idle_fraction,

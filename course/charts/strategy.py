@@ -3,7 +3,7 @@ chain of yes-or-no questions, drawn from its own RULES."""
 
 import textwrap
 
-from course.svg import (
+from course.charts._svg import (
     INK,
     PALETTE,
     arrow,

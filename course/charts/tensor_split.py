@@ -4,7 +4,7 @@ splits the MLP's two matrices, and what the all-reduce costs
 
 from matplotlib.patches import Rectangle
 
-from course.svg import (
+from course.charts._svg import (
     INK,
     PALETTE,
     arrow,

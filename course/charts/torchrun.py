@@ -3,7 +3,7 @@ on two ranks, the prediction the run checks (memory_per_gpu,
 comm_bytes)."""
 
 from course.charts._common import P7B
-from course.svg import PALETTE, figure_html, new_figure, style
+from course.charts._svg import PALETTE, figure_html, new_figure, style
 from snippets.zero.memory import ALIASES, memory_per_gpu
 from snippets.zero.traffic import COLLECTIVES, comm_bytes
 

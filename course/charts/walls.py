@@ -2,7 +2,14 @@
 of a 7B model (state_GB, training_days)."""
 
 from course.charts._common import P7B
-from course.svg import INK, PALETTE, figure_html, new_figure, style, text_on
+from course.charts._svg import (
+    INK,
+    PALETTE,
+    figure_html,
+    new_figure,
+    style,
+    text_on,
+)
 from snippets.walls.walls import (
     BYTES_MIXED_ADAM,
     MIXED_ADAM,

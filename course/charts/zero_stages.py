@@ -5,7 +5,7 @@ per GPU, split into parameters, gradients and optimizer state
 import math
 
 from course.charts._common import P7B
-from course.svg import INK, PALETTE, figure_html, new_figure, style
+from course.charts._svg import INK, PALETTE, figure_html, new_figure, style
 from snippets.zero.memory import SHARDED, memory_per_gpu
 
 

@@ -26,7 +26,7 @@
 # answer, computed by the course labs when the site was built.
 
 # %% tags=["site-only"]
-from course.notebooks import links
+from course.build.notebooks import links
 
 links("ms2_2")
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
-from course import runner
-from course.fences import ROOT
-from course.serve import serve
+from course import ROOT
+from course.build import runner
+from course.tools.serve import serve
 
 SITE = ROOT / "site"
 CHROMIUM = "/usr/bin/chromium"

@@ -4,7 +4,7 @@ by itself; the Makefile names this file)."""
 
 import pytest
 
-from course.fences import ROOT
+from course import ROOT
 from tests.browser.conftest import LAPTOP, PHONE, site_pages
 
 SIZES = {"1280": LAPTOP, "390": PHONE}

@@ -13,7 +13,7 @@ from axe_playwright_python.sync_playwright import Axe
 from mkdocs.utils.yaml import yaml_load
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from course.fences import ROOT
+from course import ROOT
 from tests.browser.conftest import LAPTOP, PHONE, site_pages
 
 PAGES = site_pages()

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from course.fences import ROOT
+from course import ROOT
 from snippets.planner.report import html
 from tests.browser.conftest import serious_axe
 

@@ -18,8 +18,8 @@ import re
 import pytest
 from sybil import Document
 
-from course import execute, runner
-from course.fences import ROOT
+from course import ROOT
+from course.build import execute, runner
 from tests.browser.conftest import SITE, serious_axe, site_pages
 from tests.docblocks import PAGES, code, parse
 
@@ -221,7 +221,7 @@ def test_a_reader_runs_edits_and_resets_the_labs_of_a_page(page, base_url):
 
 
 def test_stop_and_the_time_limit_end_a_loop(page, base_url):
-    """The limit is the build's (course/execute.py); here the page is
+    """The limit is the build's (course/build/execute.py); here the page is
     served with a limit of 2 s to watch it act."""
     page.route(
         f"{base_url}zero/",

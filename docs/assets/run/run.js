@@ -4,7 +4,7 @@
 // Run, from the site's own files.
 //
 // The build decides everything and writes it into each block's
-// <script type="application/json" data-course-runner> (course/runner.py):
+// <script type="application/json" data-course-runner> (course/build/runner.py):
 // `source` (the code), `setup` (the earlier blocks of its session, run
 // first in the same fresh globals, as the page ran them), `limit` (in
 // seconds), `page` and `archive` (the labs' zip in assets/run/).

@@ -22,7 +22,8 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from course import ROOT
+
 BIN = Path(sys.executable).parent
 ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1")
 PROSE = (
@@ -137,7 +138,7 @@ def in_the_browser(site):
 
     from playwright.sync_api import sync_playwright
 
-    from course.serve import serve
+    from course.tools.serve import serve
 
     with serve(site) as url, sync_playwright() as p:
         browser = p.chromium.launch(
@@ -178,7 +179,9 @@ def timed(*command):
 
 def main():
     if "SERVE_FLAGS" not in os.environ:  # the Makefile's, for make serve
-        raise SystemExit("python -m course.bench: run it as `make bench`")
+        raise SystemExit(
+            "python -m course.tools.bench: run it as `make bench`"
+        )
     print(f"load average at start: {os.getloadavg()[0]:.1f} (2 cores here)")
     builds = [cold_build() for _ in range(3)]
     print(

@@ -1,6 +1,6 @@
 """The fenced blocks of a page, found one way for the whole site.
 
-The build (course/hooks.py) notes the line of every executed block, the
+The build (course/build/hooks.py) notes the line of every executed block, the
 docs tests (tests/docblocks.py) run every Python block, and the
 prose-numbers check blanks code out of the prose: all three read pages
 with `fences`. A fence inside a longer fence is text, as it is to
@@ -9,13 +9,13 @@ Markdown. `expand` resolves `--8<--` lines as the build does.
 
 import functools
 import re
-from pathlib import Path
 from typing import NamedTuple
 
 import markdown
 from mkdocs.utils.yaml import yaml_load
 
-ROOT = Path(__file__).resolve().parent.parent
+from course import ROOT
+
 PYTHON = {"python", "py", "pycon"}
 OPENING = re.compile(
     r"^(?P<indent>[ \t]*)(?P<ticks>`{3,}|~{3,})[ \t]*\.?"

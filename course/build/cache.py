@@ -1,7 +1,7 @@
 """The build's one cache key, for what a serve rebuild should not redo.
 
-The HTML of each executed block (course/hooks.py), the charts
-(course/figures.py) and the notebook pages (mkdocs-jupyter) are kept in
+The HTML of each executed block (course/build/hooks.py), the charts
+(course/charts/__init__.py) and the notebook pages (mkdocs-jupyter) are kept in
 .cache/NAME/KEY/, where KEY digests every file under
 snippets/ and course/: any edit there starts afresh, a prose edit
 reuses them. Jinja keeps the theme's compiled templates in
@@ -9,7 +9,7 @@ reuses them. Jinja keeps the theme's compiled templates in
 1, yes) turns the cache off: nothing is kept for a later build. The
 charts and notebook pages a build makes still go to a folder, its
 process's own, removed when it exits: it makes some of them ahead, in
-another process or thread (course/hooks.py).
+another process or thread (course/build/hooks.py).
 """
 
 import atexit
@@ -20,7 +20,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from course import ROOT
+
 STORE = ROOT / ".cache"
 
 

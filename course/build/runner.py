@@ -25,7 +25,8 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-ROOT = Path(__file__).resolve().parent.parent
+from course import ROOT
+
 RUN_DIR = "assets/run"  # in the site: run.js, worker.js and the archive
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the oldest time a zip entry can hold
 NEEDS_TORCH = "snippets.torchrun"

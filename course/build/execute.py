@@ -1,5 +1,5 @@
 """Run a code block as markdown-exec runs it, with a time limit, and
-fail loudly: the build (course/hooks.py), the docs tests
+fail loudly: the build (course/build/hooks.py), the docs tests
 (tests/docblocks.py) and, through the data the build hands it, the
 reader's browser all go by these rules.
 

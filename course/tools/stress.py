@@ -1,7 +1,7 @@
 """Launch the training script again and again; count the launches that fail.
 
-    python -m course.stress --launches 50            # `make stress`
-    python -m course.stress --launches 3 --layout ddp
+    python -m course.tools.stress --launches 50            # `make stress`
+    python -m course.tools.stress --launches 3 --layout ddp
 
 Each launch is `torchrun --standalone` on the CPU (gloo) with a tiny
 model, three steps, `--check` and a checkpoint every step, for each
@@ -20,9 +20,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from course import ROOT
+
 CLEAN_EXIT = re.compile(r"rank (\d+): clean exit")
 # A model small enough that start-up dominates each launch.
 SMALL = (
@@ -155,7 +155,7 @@ def stress(launches, layouts=tuple(LAYOUTS), echo=print):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m course.stress")
+    parser = argparse.ArgumentParser(prog="python -m course.tools.stress")
     parser.add_argument("--launches", type=int, default=50)
     parser.add_argument(
         "--layout", choices=list(LAYOUTS), action="append", default=None

@@ -1,4 +1,4 @@
-"""`python -m course.measure` (`make measure`): run every launch the
+"""`python -m course.tools.measure` (`make measure`): run every launch the
 pages show and record what it measured.
 
 Each launch of snippets/torchrun/results.py's LAUNCHES runs under
@@ -8,8 +8,8 @@ and flags it ran with and the torch version. The site build only reads
 those files, and refuses one whose digest does not match the code;
 tests/test_train.py trains the runs again and compares.
 
-    python -m course.measure                # every launch
-    python -m course.measure ranks2 solo    # some of them
+    python -m course.tools.measure                # every launch
+    python -m course.tools.measure ranks2 solo    # some of them
 """
 
 import argparse
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from course.stress import launch_command, run, what_failed
+from course.tools.stress import launch_command, run, what_failed
 from snippets.torchrun import results
 
 
@@ -47,7 +47,7 @@ def measure(name, timeout=900):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m course.measure")
+    p = argparse.ArgumentParser(prog="python -m course.tools.measure")
     p.add_argument("names", nargs="*", help=", ".join(results.LAUNCHES))
     names = p.parse_args(argv).names or list(results.LAUNCHES)
     unknown = sorted(set(names) - set(results.LAUNCHES))

@@ -6,10 +6,10 @@ mkdocs-jupyter runs and renders them in the build. A reader who
 downloads one has no snippets/ package, so `export()` makes an .ipynb
 that carries the lab files it imports and writes them next to itself
 before the first import. The build writes one per notebook into
-site/exercises/ (`publish`, from course/hooks.py), and the pages link
+site/exercises/ (`publish`, from course/build/hooks.py), and the pages link
 to them (`links`). Colab opens notebooks from GitHub only: its link
 points at the copy on the repository's `notebooks` branch, which CI
-fills with `python -m course.notebooks export DIR`.
+fills with `python -m course.build.notebooks export DIR`.
 """
 
 import html
@@ -20,7 +20,8 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from course import ROOT
+
 EXERCISES = ROOT / "docs" / "exercises"
 NOTEBOOKS = ("ms2_1", "ms2_2")
 SITE_ONLY = "site-only"  # cells that only make sense on the site
@@ -167,7 +168,10 @@ def links(name, base="../"):
 
 def main(argv):
     if len(argv) != 2 or argv[0] != "export":
-        print("usage: python -m course.notebooks export DIR", file=sys.stderr)
+        print(
+            "usage: python -m course.build.notebooks export DIR",
+            file=sys.stderr,
+        )
         return 2
     out = Path(argv[1])
     out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """How a lab block reads on a page: its output first, the code behind it.
 
-A fence with source="lab" runs like any other (course/execute.py), and
+A fence with source="lab" runs like any other (course/build/execute.py), and
 renders as content tabs made from TABS, in order:
 
 - "Output": what the block printed, labelled as output (a printed
@@ -11,7 +11,7 @@ renders as content tabs made from TABS, in order:
 - "Code": the full code, argument checks included, as it ran.
 
 - "Run in your browser": the same code in an editor, run by Pyodide in
-  the reader's browser (`runner`: the data course/runner.py made for
+  the reader's browser (`runner`: the data course/build/runner.py made for
   it; docs/assets/run/); left out when the browser cannot run it.
 
 A tab is one entry in TABS: a title and a function from a Lab to the
@@ -38,7 +38,7 @@ class Lab:
     html: bool  # the output is HTML, inserted as it is
     result: str  # language of a text output; "": the output is Markdown
     idea: str  # the lines that carry the idea; "" for none
-    runner: str  # the runner's data element (course/runner.py), or ""
+    runner: str  # the runner's data element (course/build/runner.py), or ""
     stash: dict  # placeholder -> HTML, filled in after the conversion
 
 

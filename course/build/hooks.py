@@ -5,24 +5,24 @@ rebuilds included, so what a build learns lives in one object and dies
 with it. It
 
 - runs the Python blocks (python, py and pycon fences): markdown-exec
-  runs them, course/execute.py adds the time limit and stops the build
-  on a failure with the page and line; a source="lab" block is laid out
-  output first (course/labs.py) with its Run tab (course/runner.py);
+  runs them, course/build/execute.py adds the time limit and stops the
+  build on a failure with the page and line; a source="lab" block is
+  laid out output first (labs.py) with its Run tab (runner.py);
 - hands the search plugin a light copy of each page (code as plain
   text, no inline SVG), which it reads several times faster;
 - gives the notebook pages the site's style instead of JupyterLab's
   inlined CSS, and cell ids that do not change between builds;
 - draws the pages' charts in a second process as well, last page first
-  (course/figures.py), and renders the notebook pages in a thread from
+  (course/charts/__init__.py), and renders the notebook pages in a thread from
   the start, so that both cores work: the notebooks' kernels are
   processes of their own;
 - keeps each block's HTML, the charts and mkdocs-jupyter's pages under
-  course/cache.py's key, and Jinja's compiled templates, so that a serve
+  course/build/cache.py's key, and Jinja's compiled templates, so that a serve
   rebuild after a prose edit runs and compiles nothing; `make serve`
   (`--dirty`) then rebuilds that page only, and every page after an
   edit anywhere else;
 - copies the npm files the site serves, writes the labs' archive and
-  the notebooks' downloads into the site (course/vendor.py, runner.py,
+  the notebooks' downloads into the site (course/build/vendor.py, runner.py,
   notebooks.py).
 """
 
@@ -43,19 +43,24 @@ from markdown_exec import base_format, validator
 from markupsafe import Markup
 from mkdocs.plugins import event_priority
 
-from course import cache, execute, figures, labs, notebooks, runner, vendor
-from course.fences import number_lines
+from course import ROOT, charts
+from course.build import cache, execute, labs, notebooks, runner, vendor
+from course.build.fences import number_lines
 
 PYTHON_FENCES = ("python", "py", "pycon")
-FRESH = ("snippets", "course.charts", "course.svg")  # imported anew per build
+FRESH = (
+    "snippets",
+    "course.charts",
+    "course.charts._svg",
+)  # imported anew per build
 PRE = re.compile(r"<pre\b[^>]*>(.*?)</pre>", re.DOTALL)
 NOT_CODE = re.compile(r"<(?!/?code\b)[^>]*>")  # any tag but <code>
 SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
 STYLE = re.compile(r"<style\b[^>]*>.*?</style>\s*", re.DOTALL)
 CELL_ID = re.compile(r'id="cell-id=[^"]*"')
 HEADING = re.compile(r"<h[1-6]\b")
-CONFIG = Path(__file__).resolve().parent.parent / "mkdocs.yml"
-SOURCES, COURSE = CONFIG.parent / "snippets", CONFIG.parent / "course"
+CONFIG = ROOT / "mkdocs.yml"
+SOURCES, COURSE = ROOT / "snippets", ROOT / "course"
 CODE_BOX = re.compile(r'(<div class="highlight-ipynb[^"]*">)<pre>')
 
 
@@ -162,15 +167,15 @@ class Build:
 
     def on_nav(self, nav, config, files):
         """Start drawing the pages' charts in a second process, last
-        page first, while this one builds from the first (figures.py),
+        page first, while this one builds from the first (course/charts/),
         and the notebooks in a thread if their cache is empty."""
-        charts = [
+        names = [
             name
             for file in files.documentation_pages()  # in the build's order
             if file.src_uri.endswith(".md")
-            for name in figures.printed(file.content_string)
+            for name in charts.printed(file.content_string)
         ]
-        self.drawing = figures.ahead(charts)
+        self.drawing = charts.ahead(names)
         self.rendering = self.render_ahead(config, files)
 
     def render_ahead(self, config, files):
@@ -213,7 +218,7 @@ class Build:
             if not wait:
                 self.drawing.kill()
             try:
-                self.drawing.wait(timeout=figures.WAIT_S)
+                self.drawing.wait(timeout=charts.WAIT_S)
             except subprocess.TimeoutExpired:
                 self.drawing.kill()
                 self.drawing.wait()
@@ -305,7 +310,7 @@ class Build:
             raise execute.SnippetError(f"{where}: {error!r}") from error
 
     def stored(self, source, language, options, setup, limit):
-        """Where the HTML of this block is kept under course.cache's key
+        """Where the HTML of this block is kept under course.build.cache's key
         and mkdocs.yml's digest, or None with the cache off. The name
         holds all else the HTML depends on but the block's line, which
         only an error shows."""
