@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import FrozenInstanceError
 
 import pytest
 
@@ -21,6 +22,7 @@ from snippets.planner.cost import (
     stored_bytes,
 )
 from snippets.planner.layouts import (
+    Layout,
     candidate_layouts,
     evaluate_layout,
     model_flops_per_token,
@@ -28,6 +30,10 @@ from snippets.planner.layouts import (
 )
 from snippets.planner.model import (
     MODELS,
+    Cluster,
+    Model,
+    Training,
+    check_model,
     cluster,
     from_hf_config,
     in_config_terms,
@@ -82,14 +88,33 @@ def test_model_flops_are_the_measured_tables_definition(row):
 def test_gpt_activations_are_korthikanti_table_2(tp, sequence_parallel, flash):
     """For GPT-3's layer the planner's general count (grouped KV heads,
     gated MLPs, dropout or not) is the activation lab's Table 2."""
-    model = MODELS["gpt3-175b"]
-    lay = {"tp": tp, "cp": 1, "sequence_parallel": sequence_parallel}
-    training = {"micro_batch": 1, "flash_attention": flash}
-    mine = stored_bytes(model, training, lay, layer_shape(model))
+    model = check_model(MODELS["gpt3-175b"])
+    mine = stored_bytes(
+        model,
+        layer_shape(model),
+        micro_batch=1,
+        tp=tp,
+        cp=1,
+        sp=sequence_parallel,
+        flash=flash,
+    )
     theirs = activation_bytes_per_layer(
         2048, 1, 12288, 96, tp, sequence_parallel, "none", flash
     )
     assert mine == pytest.approx(theirs)
+
+
+def test_typed_inputs_plan_as_the_dicts_do():
+    """Model, Cluster, Training and Layout are frozen dataclasses; the
+    dicts the command line and the form send become them."""
+    typed = evaluate_layout(
+        Model(**L70), Cluster(**H100x8), Training(**JOB), Layout(**LAYOUT)
+    )
+    assert typed == run(LAYOUT)
+    with pytest.raises(FrozenInstanceError):
+        Layout(**LAYOUT).tp = 8
+    with pytest.raises(ValueError, match="layout.recompute"):
+        Layout(**{**LAYOUT, "recompute": "some"})
 
 
 def test_a_gated_mlp_has_three_matrices():
@@ -182,11 +207,11 @@ def test_uneven_stages_put_llama_3_on_16_stages():
         run(layout, L405, cluster("h100-80gb", 2048))
     job = {"global_batch_tokens": 2048 * 8192, "micro_batch": 1}
     found = [
-        lay
-        for lay in candidate_layouts(L405, cluster("h100-80gb", 2048), job)
-        if (lay["tp"], lay["pp"], lay["dp"]) == (8, 16, 128)
+        j.layout
+        for j in candidate_layouts(L405, cluster("h100-80gb", 2048), job)
+        if (j.layout.tp, j.layout.pp, j.layout.dp) == (8, 16, 128)
     ]
-    assert found and all(lay["embedding_slots"] for lay in found)
+    assert found and all(lay.embedding_slots for lay in found)
 
 
 def test_the_logits_are_counted_with_the_activations():
@@ -209,7 +234,7 @@ def test_context_parallelism_splits_each_sequence():
         four["step_s"]["tensor_context_parallel"]
         > (one["step_s"]["tensor_context_parallel"])
     )
-    sizes = {lay["cp"] for lay in candidate_layouts(model, H100x8, job)}
+    sizes = {j.layout.cp for j in candidate_layouts(model, H100x8, job)}
     assert sizes == {1, 2, 4, 8, 16}  # at least 4,096 tokens per GPU
 
 

@@ -2,25 +2,22 @@
 script, or, where the script cannot run it, the shape of the mesh."""
 
 # --8<-- [start:model]
-from snippets.planner.layouts import check_layout
-from snippets.planner.model import (
-    check_cluster,
-    check_model,
-    check_training,
-)
+from snippets.planner.layouts import Layout, check_layout
+from snippets.planner.model import check_training, checked
 
 STRATEGY = {0: "ddp", 3: "fsdp", "hsdp": "hsdp"}
 
 
 def unrunnable(lay):
-    """Why the training script cannot run the layout, or None. It runs
-    DDP, FSDP (ZeRO-3) or HSDP over dp, times tp and pp, with stages
-    of equal size."""
-    if lay["zero"] not in STRATEGY:
-        return f"ZeRO-{lay['zero']} (the script shards all or nothing)"
-    if lay["cp"] > 1:
+    """Why the training script cannot run the layout (a dict or a
+    Layout), or None. It runs DDP, FSDP (ZeRO-3) or HSDP over dp, times
+    tp and pp, with stages of equal size."""
+    lay = checked(Layout, "layout", lay)
+    if lay.zero not in STRATEGY:
+        return f"ZeRO-{lay.zero} (the script shards all or nothing)"
+    if lay.cp > 1:
         return "context parallelism"
-    if lay["embedding_slots"]:
+    if lay.embedding_slots:
         return "stages of unequal size (embedding slots)"
     return None
 
@@ -28,13 +25,13 @@ def unrunnable(lay):
 def launch_notes(training, lay):
     """What the command changes about the layout, said beside it."""
     notes = []
-    if lay["recompute"] == "selective":
+    if checked(Layout, "layout", lay).recompute == "selective":
         notes.append(
             "The script has no selective recomputation; it recomputes "
             "nothing, the nearest, since its attention (PyTorch's "
             "scaled_dot_product_attention) keeps no s x s scores."
         )
-    if training["precision"] == "fp8":
+    if check_training(training).precision == "fp8":
         notes.append("The script trains in bf16: it has no FP8 matmuls.")
     return notes
 
@@ -43,91 +40,95 @@ def launch_command(model, cluster, training, layout):
     """(runnable, text): a torchrun command for snippets.torchrun.train
     when it can run the layout (DDP, FSDP or HSDP over dp, times tp and
     pp), else an outline of the DeviceMesh the job needs."""
-    m, c = check_model(model), check_cluster(cluster)
-    t = check_training(training)
-    lay = check_layout(layout, m, c, t)
-    g, nodes = c["gpus_per_node"], c["nodes"]
-    micro = lay["microbatches"]
-    if unrunnable(lay) is None:
-        if nodes == 1:
-            launcher = f"--standalone --nproc_per_node={g}"
-        else:
-            launcher = (
-                f"--nnodes={nodes} --nproc_per_node={g} \\\n  "
-                "--rdzv-backend=c10d --rdzv-endpoint=$HEAD_NODE:29500 "
-                "--rdzv-id=job"
-            )
-        flags = [f"--strategy {STRATEGY[lay['zero']]}"]
-        if lay["zero"] == "hsdp":
-            flags.append(f"--shard-size {lay['shard']}")
-        if lay["tp"] > 1:
-            flags.append(f"--tp {lay['tp']}")
-        if lay["pp"] > 1:
-            flags += [
-                f"--pp {lay['pp']} --pp-schedule {lay['schedule']}",
-                f"--pp-microbatches {micro} --pp-chunks {lay['chunks']}",
-            ]
-        if lay["recompute"] == "full":  # the script's default is none
-            flags.append("--recompute full")
+    job = check_layout(layout, model, cluster, check_training(training))
+    if unrunnable(job.layout) is None:
+        return True, torchrun(job)
+    return False, mesh_outline(job)
+
+
+def torchrun(job):
+    """The torchrun command line of a runnable Job."""
+    m, c, lay = job.model, job.cluster, job.layout
+    launcher = f"--standalone --nproc_per_node={c.gpus_per_node}"
+    if c.nodes > 1:
+        launcher = (
+            f"--nnodes={c.nodes} --nproc_per_node={c.gpus_per_node} \\\n  "
+            "--rdzv-backend=c10d --rdzv-endpoint=$HEAD_NODE:29500 "
+            "--rdzv-id=job"
+        )
+    flags = [f"--strategy {STRATEGY[lay.zero]}"]
+    if lay.zero == "hsdp":
+        flags.append(f"--shard-size {job.shard}")
+    if lay.tp > 1:
+        flags.append(f"--tp {lay.tp}")
+    if lay.pp > 1:
         flags += [
-            f"--micro-batch {t['micro_batch']}",
-            f"--accum-steps {1 if lay['pp'] > 1 else micro}",
-            f"--vocab {m['vocab']} --seq-len {m['seq_len']}",
-            f"--d-model {m['hidden']} --n-heads {m['heads']}",
-            f"--n-layers {m['layers']} --d-ff {m['ffn']}",
+            f"--pp {lay.pp} --pp-schedule {lay.schedule}",
+            f"--pp-microbatches {job.microbatches} --pp-chunks {lay.chunks}",
         ]
-        command = f"torchrun {launcher} \\\n  -m snippets.torchrun.train "
-        return True, command + " \\\n  ".join(flags)
-    dims = [
-        ("pp", lay["pp"]),
-        ("dp", lay["dp"]),
-        ("cp", lay["cp"]),
-        ("tp", lay["tp"]),
+    if lay.recompute == "full":  # the script's default is none
+        flags.append("--recompute full")
+    flags += [
+        f"--micro-batch {job.training.micro_batch}",
+        f"--accum-steps {1 if lay.pp > 1 else job.microbatches}",
+        f"--vocab {m.vocab} --seq-len {m.seq_len}",
+        f"--d-model {m.hidden} --n-heads {m.heads}",
+        f"--n-layers {m.layers} --d-ff {m.ffn}",
     ]
+    command = f"torchrun {launcher} \\\n  -m snippets.torchrun.train "
+    return command + " \\\n  ".join(flags)
+
+
+SHARDING = {
+    0: "replicate the weights over 'dp' (DDP)",
+    1: "shard the optimizer state over 'dp' (ZeRO-1)",
+    2: "shard optimizer state and gradients over 'dp' (ZeRO-2)",
+    3: "fully_shard each block over 'dp' (ZeRO-3)",
+    "hsdp": "fully_shard within a node, replicate across nodes",
+}
+
+
+def mesh_outline(job):
+    """The DeviceMesh a Job needs, outermost dimension first, and what
+    each dimension does."""
+    lay = job.layout
+    dims = [("pp", lay.pp), ("dp", lay.dp), ("cp", lay.cp), ("tp", lay.tp)]
     dims = [(n, d) for n, d in dims if d > 1] or [("dp", 1)]
     shape = tuple(d for _, d in dims)
     names = tuple(n for n, _ in dims)
-    sharding = {
-        0: "replicate the weights over 'dp' (DDP)",
-        1: "shard the optimizer state over 'dp' (ZeRO-1)",
-        2: "shard optimizer state and gradients over 'dp' (ZeRO-2)",
-        3: "fully_shard each block over 'dp' (ZeRO-3)",
-        "hsdp": "fully_shard within a node, replicate across nodes",
-    }[lay["zero"]]
     lines = [
         "This course's training script runs DDP, FSDP and HSDP times "
         f"TP and PP; this layout has {unrunnable(lay)}, which needs "
         "Megatron-Core, torchtitan or DeepSpeed. The device mesh, "
         "outermost dimension first:",
         f"  mesh = init_device_mesh('cuda', {shape}, mesh_dim_names={names})",
-        f"  - {sharding}",
+        f"  - {SHARDING[lay.zero]}",
     ]
-    if lay["cp"] > 1:
+    if lay.cp > 1:
         lines.append(
-            f"  - 'cp' = {lay['cp']}: split each sequence, gather keys "
+            f"  - 'cp' = {lay.cp}: split each sequence, gather keys "
             "and values (context parallel)"
         )
-    if lay["tp"] > 1:
-        where = "across nodes" if lay["tp"] > g else "inside a node"
+    if lay.tp > 1:
+        where = "across nodes" if lay.tp > job.cluster.gpus_per_node else ""
         lines.append(
-            f"  - 'tp' = {lay['tp']}: split each layer's matrices {where}"
-            f" (parallelize_module); sequence parallel "
-            f"{'on' if lay['sequence_parallel'] else 'off'}"
+            f"  - 'tp' = {lay.tp}: split each layer's matrices "
+            f"{where or 'inside a node'} (parallelize_module); sequence "
+            f"parallel {'on' if lay.sequence_parallel else 'off'}"
         )
-    if lay["pp"] > 1:
-        stages = lay["stages"]
-        split = f"{stages[0]} layers per stage"
-        if len(set(stages)) > 1:
-            split = "layers per stage " + ", ".join(map(str, stages))
-        schedule = {"gpipe": "GPipe", "1f1b": "1F1B"}.get(lay["schedule"])
+    if lay.pp > 1:
+        split = f"{job.stages[0]} layers per stage"
+        if len(set(job.stages)) > 1:
+            split = "layers per stage " + ", ".join(map(str, job.stages))
+        schedule = {"gpipe": "GPipe", "1f1b": "1F1B"}.get(lay.schedule)
         if schedule is None:
-            schedule = f"interleaved 1F1B, {lay['chunks']} chunks per GPU,"
+            schedule = f"interleaved 1F1B, {lay.chunks} chunks per GPU,"
         lines.append(
-            f"  - 'pp' = {lay['pp']}: {split}; {schedule} over {micro} "
-            "micro-batches"
+            f"  - 'pp' = {lay.pp}: {split}; {schedule} over "
+            f"{job.microbatches} micro-batches"
         )
-    lines.append(f"  - activation recomputation: {lay['recompute']}")
-    return False, "\n".join(lines)
+    lines.append(f"  - activation recomputation: {lay.recompute}")
+    return "\n".join(lines)
 
 
 # --8<-- [end:model]

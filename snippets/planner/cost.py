@@ -3,9 +3,10 @@ layout and the memory each GPU needs, from the model's shape, the
 cluster and five parameters fitted to measured runs
 (snippets/planner/fit.py).
 
-`estimate` takes the checked dicts of snippets/planner/model.py and a
-layout checked by snippets/planner/layouts.py; it checks nothing again,
-so that the search can call it thousands of times.
+`estimate` takes a Job, a layout checked by snippets/planner/layouts.py
+against the model, cluster and training of snippets/planner/model.py;
+it checks nothing again, so that the search can call it thousands of
+times.
 """
 
 # --8<-- [start:model]
@@ -82,33 +83,43 @@ FIT = Fit(
 )
 
 
+@dataclass(frozen=True)
+class LayerShape:
+    """One layer's matrices and what its activations keep, in units of
+    the hidden size h (Korthikanti et al. 2022, section 4, with grouped
+    KV heads and gated MLPs)."""
+
+    weights: int  # of its matrices
+    params: int  # and two norms
+    modules: int  # two norms, QKV and output projections, the MLP's
+    module: int  # the largest: the MLP's matrix or the fused QKV
+    # bytes per token: `replicated` stays whole on each tensor-parallel
+    # rank unless sequence parallelism splits it too, `split` is divided
+    # among the ranks, and `scores` is per key of the attention matrix,
+    # which a flash-attention kernel never stores.
+    replicated: float
+    split: float
+    scores: float
+
+
 def layer_shape(m):
-    """Weights of one layer's matrices, its parameters, and the bytes
-    per token its activations keep for the backward pass, in units of
-    the hidden size h (Korthikanti et al. 2022, section 4, with
-    grouped KV heads and gated MLPs): `replicated` stays whole on each
-    tensor-parallel rank unless sequence parallelism splits it too,
-    `split` is divided among the ranks, and `scores` is per key of the
-    attention matrix, which a flash-attention kernel never stores."""
-    h, f = m["hidden"], m["ffn"]
-    kv = m["kv_heads"] * (h // m["heads"])
-    mlp = 3 if m["gated"] else 2  # matrices, and tensors it keeps of f
+    """The LayerShape of one layer of the model `m`."""
+    h, f, kv = m.hidden, m.ffn, m.kv_width
+    mlp = 3 if m.gated else 2  # matrices, and tensors it keeps of f
     weights = 2 * h * h + 2 * h * kv + mlp * h * f
-    mask = 1 if m["dropout"] else 0  # 1-byte dropout masks
-    return {
-        "weights": weights,
-        "params": weights + 2 * h,  # and two norms
-        # two norms, QKV and output projections, the MLP's matrices
-        "modules": 2 + 2 + mlp,
-        # the largest of them: the MLP's matrix or the fused QKV
-        "module": max(h * f, h * (h + 2 * kv)),
+    mask = 1 if m.dropout else 0  # 1-byte dropout masks
+    return LayerShape(
+        weights=weights,
+        params=weights + 2 * h,
+        modules=2 + 2 + mlp,
+        module=max(h * f, h * (h + 2 * kv)),
         # norm inputs, attention input, MLP input, dropout masks
-        "replicated": 2 * 2 + 2 + 2 + 2 * mask,
+        replicated=2 * 2 + 2 + 2 + 2 * mask,
         # queries, keys and values, attention output, MLP tensors
-        "split": 2 + 4 * kv / h + 2 + mlp * 2 * f / h,
+        split=2 + 4 * kv / h + 2 + mlp * 2 * f / h,
         # softmax output, with dropout its mask and output too
-        "scores": (2 + 3 * mask) * m["heads"] / h,
-    }
+        scores=(2 + 3 * mask) * m.heads / h,
+    )
 
 
 def stage_layers(layers, stages, embedding_slots):
@@ -150,226 +161,306 @@ def exposed(comm, window, fit):
     return comm - fit.overlap * min(comm, window)
 
 
-def estimate(m, c, t, lay, fit=FIT):
+@dataclass(frozen=True)
+class Links:
+    """Inside a node, NVLink at what a ring reaches; across nodes, each
+    GPU's share of its node's NICs, at the fitted share."""
+
+    nvlink: float  # GB/s
+    network: float  # GB/s
+    gpus_per_node: int
+
+    @classmethod
+    def of(cls, c, fit):
+        nvlink = c.nvlink_GBps * NVLINK_SHARE[c.gpu]
+        per_gpu = c.nics_per_node * c.nic_GBps / c.gpus_per_node
+        return cls(nvlink, per_gpu * fit.network_share, c.gpus_per_node)
+
+    def group(self, inner, size):
+        """(GB/s, nodes) of a group of `size` GPUs that sit `inner`
+        apart (the degrees inside it, in the order tp, cp, dp, pp): a
+        node holds g / inner of them, and the group spans size / that
+        many nodes."""
+        g = self.gpus_per_node
+        nodes = -(-size // max(1, min(size, g // inner)))
+        fast = self.nvlink if nodes == 1 else min(self.nvlink, self.network)
+        return (fast, nodes)
+
+
+def estimate(job, fit=FIT):
     """Seconds per step, by part, and GB per GPU of one layout."""
-    shape = layer_shape(m)
+    shape = layer_shape(job.model)
     return {
-        "step_s": step_seconds(m, c, t, lay, fit, shape),
-        "memory_per_gpu_GB": memory_GB(m, t, lay, shape),
+        "step_s": step_seconds(job, fit, shape),
+        "memory_per_gpu_GB": memory_GB(job, shape),
     }
 
 
-def stored_bytes(m, t, lay, shape):
-    """Bytes one layer keeps for one micro-batch, nothing recomputed."""
-    h, s = m["hidden"], m["seq_len"]
-    scores = 0 if t["flash_attention"] else shape["scores"] * s
-    stored = shape["replicated"] / (
-        lay["tp"] if lay["sequence_parallel"] else 1
+def stored_bytes(m, shape, *, micro_batch, tp, cp, sp, flash):
+    """Bytes one layer keeps for one micro-batch, nothing recomputed,
+    on each of `tp` ranks, `sp` with sequence parallelism."""
+    h, s = m.hidden, m.seq_len
+    scores = 0 if flash else shape.scores * s
+    stored = shape.replicated / (tp if sp else 1)
+    stored += (shape.split + scores) / tp
+    return stored * micro_batch * s / cp * h
+
+
+def job_stored_bytes(job, shape):
+    """stored_bytes for the job's micro-batch and layout."""
+    lay, t = job.layout, job.training
+    return stored_bytes(
+        job.model,
+        shape,
+        micro_batch=t.micro_batch,
+        tp=lay.tp,
+        cp=lay.cp,
+        sp=lay.sequence_parallel,
+        flash=t.flash_attention,
     )
-    stored += (shape["split"] + scores) / lay["tp"]
-    return stored * t["micro_batch"] * s / lay["cp"] * h
 
 
-def step_seconds(m, c, t, lay, fit, shape):
-    """Seconds of one step, by part."""
-    h, s, vocab = m["hidden"], m["seq_len"], m["vocab"]
-    tp, pp, cp, v = lay["tp"], lay["pp"], lay["cp"], lay["chunks"]
-    dp, zero, micro = lay["dp"], lay["zero"], lay["microbatches"]
-    sp, full = lay["sequence_parallel"], lay["recompute"] == "full"
-    g, hbm = c["gpus_per_node"], c["hbm_GBps"] * 1e9
-    tokens = t["micro_batch"] * s / cp  # one micro-batch, on one GPU
+@dataclass(frozen=True)
+class LayerSeconds:
+    """One layer, one micro-batch: the forward's compute, the backward's
+    (recomputation included), the tensor- and context-parallel
+    collectives of each pass, and ZeRO-3's gather and reduce-scatter of
+    the layer's weights, before any overlap."""
 
-    # Links. Inside a node, NVLink; across nodes, each GPU's share of
-    # its node's NICs. The GPUs of a group sit `inner` apart (the
-    # degrees inside it, in the order tp, cp, dp, pp): a node holds
-    # g / inner of them, and the group spans size / that many nodes.
-    nvlink = c["nvlink_GBps"] * NVLINK_SHARE[c["gpu"]]
-    network = c["nics_per_node"] * c["nic_GBps"] / g * fit.network_share
+    forward: float
+    backward: float
+    tp_forward: float
+    tp_backward: float
+    gather: float
+    reduce: float
 
-    def link(inner, size):
-        nodes = -(-size // max(1, min(size, g // inner)))
-        return (nvlink if nodes == 1 else min(nvlink, network), nodes)
 
-    # One layer, one micro-batch, forward: the weights' matrix
-    # multiplies (FP8 ones at twice the 16-bit rate), attention's QK^T
-    # and AV, 4 s h FLOPs per query (a causal flash kernel skips the
-    # masked half, a plain one computes all of it), and the
-    # element-wise kernels at HBM speed.
-    flash = t["flash_attention"]
-    peak = c["peak_TFLOPs"] * 1e12
-    share = (
-        fit.h100_gemm_share if c["gpu"] == "h100-80gb" else fit.a100_gemm_share
-    )
-    rate = peak * share * (2 if t["precision"] == "fp8" else 1)
-    matmuls = 2 * shape["weights"] * tokens / tp / rate
+def layer_seconds(job, fit, shape, links):
+    """LayerSeconds of the job's layers. The weights' matrix multiplies
+    (FP8 ones at twice the 16-bit rate); attention's QK^T and AV, 4 s h
+    FLOPs per query (a causal flash kernel skips the masked half, a
+    plain one computes all of it); the element-wise kernels at HBM
+    speed."""
+    m, c, t, lay = job.model, job.cluster, job.training, job.layout
+    h, s, tp, cp = m.hidden, m.seq_len, lay.tp, lay.cp
+    hbm = c.hbm_GBps * 1e9
+    tokens = t.micro_batch * s / cp  # one micro-batch, on one GPU
+    flash = t.flash_attention
+    peak = c.peak_TFLOPs * 1e12
+    rate = peak * gemm_share(c, fit) * (2 if t.precision == "fp8" else 1)
+    matmuls = 2 * shape.weights * tokens / tp / rate
     attention = 4 * s * h * tokens / tp * (0.5 if flash else 1)
     attention /= peak * fit.attention_share
-    elementwise = fit.hbm_passes * stored_bytes(m, t, lay, shape) / hbm
+    elementwise = fit.hbm_passes * job_stored_bytes(job, shape) / hbm
     # Tensor parallelism, per pass: two all-reduces of the b x s x h
     # output (with sequence parallelism, two all-gathers and two
     # reduce-scatters: the same bytes and hops); not overlapped.
-    tp_pass = 2 * ring_s("all-reduce", 2 * tokens * h, tp, link(1, tp), fit)
+    tp_pass = 2 * ring_s(
+        "all-reduce", 2 * tokens * h, tp, links.group(1, tp), fit
+    )
     # Context parallelism, per pass: the keys and values all-gathered
     # (the backward pass also reduce-scatters their gradients).
-    kv = 2 * 2 * tokens * cp * m["kv_heads"] * (h // m["heads"]) / tp
-    cp_pass = ring_s("all-gather", kv, cp, link(tp, cp), fit)
+    kv = 2 * 2 * tokens * cp * m.kv_heads * (h // m.heads) / tp
+    cp_pass = ring_s("all-gather", kv, cp, links.group(tp, cp), fit)
     compute = matmuls + attention + elementwise
     # Backward: twice the forward's work, but a flash kernel computes
     # the scores again (five products to the forward's two); full
     # recomputation runs the forward again, all-reduces included.
     backward = 2 * compute + (0.5 * attention if flash else 0)
     tp_forward, tp_backward = tp_pass + cp_pass, tp_pass + 2 * cp_pass
-    if full:
+    if lay.recompute == "full":
         backward += compute
         tp_backward += tp_forward
-    elif lay["recompute"] == "selective" and not flash:
+    elif lay.recompute == "selective" and not flash:
         # the attention core again: its products and its softmax
-        scores = shape["scores"] * s * tokens * h / tp
+        scores = shape.scores * s * tokens * h / tp
         backward += attention + fit.hbm_passes * scores / hbm
+    gather, reduce = sharded_seconds(job, fit, shape, links)
+    return LayerSeconds(
+        compute, backward, tp_forward, tp_backward, gather, reduce
+    )
 
-    # ZeRO-3 (and HSDP, inside its node): each layer's weights are
-    # gathered for its forward and its backward pass, its gradients
-    # reduce-scattered after, while the layer before it computes; in
-    # one collective each (FSDP2 wraps each layer), or one per module.
-    dp_link = link(tp * cp, dp)
-    gather = reduce = 0.0
-    if zero in (3, "hsdp"):
-        weights = 2 * shape["params"] / tp  # bf16 bytes of one layer
-        over = (nvlink, 1) if zero == "hsdp" else dp_link
-        n = 1 if t["fsdp_unit"] == "layer" else shape["modules"]
-        gather = n * ring_s("all-gather", weights / n, lay["shard"], over, fit)
-        reduce = n * ring_s(
-            "reduce-scatter", weights / n, lay["shard"], over, fit
-        )
-    sharded = exposed(gather, compute + tp_forward, fit)
-    sharded += exposed(gather + reduce, backward + tp_backward, fit)
-    tp_cp = tp_forward + tp_backward
-    per_layer = compute + backward + tp_cp + sharded
 
-    # The output layer and the loss, on the last stage.
-    head = 2 * h * vocab * tokens / tp / (peak * share)
-    head += fit.hbm_passes * LOGIT_BYTES * vocab * tokens / tp / hbm
-    head *= 3  # forward and backward
+def gemm_share(c, fit):
+    """The fitted share of the peak for the cluster's kind of GPU."""
+    if c.gpu == "h100-80gb":
+        return fit.h100_gemm_share
+    return fit.a100_gemm_share
 
-    # The pipeline: each stage runs its layers and sends activations on
-    # and gradients back (v times with v chunks). The fullest stage
-    # sets the pace; filling and draining add (p - 1)/v of its time.
-    layers = lay["stages"]
-    send = 0.0
-    if pp > 1:
-        size = 2 * tokens * h / (tp if sp else 1)
-        GBps, nodes = link(tp * cp * dp, pp)
-        latency = NETWORK_HOP_US if nodes > 1 else NVLINK_HOP_US
-        send = 2 * v * (latency * 1e-6 + size / (GBps * 1e9))
-    stage = [n * per_layer + send for n in layers]
+
+def sharded_seconds(job, fit, shape, links):
+    """ZeRO-3 (and HSDP, inside its node): each layer's weights are
+    gathered for its forward and its backward pass, its gradients
+    reduce-scattered after, while the layer before it computes; in one
+    collective each (FSDP2 wraps each layer), or one per module."""
+    lay = job.layout
+    if lay.zero not in (3, "hsdp"):
+        return 0.0, 0.0
+    weights = 2 * shape.params / lay.tp  # bf16 bytes of one layer
+    dp_link = links.group(lay.tp * lay.cp, lay.dp)
+    over = (links.nvlink, 1) if lay.zero == "hsdp" else dp_link
+    n = 1 if job.training.fsdp_unit == "layer" else shape.modules
+    gather = n * ring_s("all-gather", weights / n, job.shard, over, fit)
+    reduce = n * ring_s("reduce-scatter", weights / n, job.shard, over, fit)
+    return gather, reduce
+
+
+def head_seconds(job, fit):
+    """The output layer and the loss, forward and backward, on the
+    last stage."""
+    m, c, t, lay = job.model, job.cluster, job.training, job.layout
+    tokens = t.micro_batch * m.seq_len / lay.cp
+    rate = c.peak_TFLOPs * 1e12 * gemm_share(c, fit)
+    hbm = c.hbm_GBps * 1e9
+    head = 2 * m.hidden * m.vocab * tokens / lay.tp / rate
+    head += fit.hbm_passes * LOGIT_BYTES * m.vocab * tokens / lay.tp / hbm
+    return head * 3
+
+
+def send_seconds(job, links):
+    """A stage's sends per micro-batch: activations on and gradients
+    back, v times with v chunks."""
+    m, lay = job.model, job.layout
+    if lay.pp == 1:
+        return 0.0
+    tokens = job.training.micro_batch * m.seq_len / lay.cp
+    size = 2 * tokens * m.hidden / (lay.tp if lay.sequence_parallel else 1)
+    GBps, nodes = links.group(lay.tp * lay.cp * lay.dp, lay.pp)
+    latency = NETWORK_HOP_US if nodes > 1 else NVLINK_HOP_US
+    return 2 * lay.chunks * (latency * 1e-6 + size / (GBps * 1e9))
+
+
+def step_seconds(job, fit, shape):
+    """Seconds of one step, by part: the pipeline's fullest stage sets
+    the pace; filling and draining add (p - 1)/v of its time."""
+    lay, micro = job.layout, job.microbatches
+    links = Links.of(job.cluster, fit)
+    one = layer_seconds(job, fit, shape, links)
+    sharded = exposed(one.gather, one.forward + one.tp_forward, fit)
+    sharded += exposed(
+        one.gather + one.reduce, one.backward + one.tp_backward, fit
+    )
+    tp_cp = one.tp_forward + one.tp_backward
+    per_layer = one.forward + one.backward + tp_cp + sharded
+    head = head_seconds(job, fit)
+    send = send_seconds(job, links)
+    stage = [n * per_layer + send for n in job.stages]
     stage[-1] += head
-    slowest = max(range(pp), key=stage.__getitem__)
-    n = layers[slowest]
+    slowest = max(range(lay.pp), key=stage.__getitem__)
+    n = job.stages[slowest]
     # The bubble as Megatron-LM measures it: (p - 1)/(v m) of the work.
-    idle = bubble_fraction(pp, micro, lay["schedule"], v) if pp > 1 else 0.0
-    bubble = megatron_ratio(idle) * micro * stage[slowest]
-
-    # Data parallelism: the gradients of the fullest stage, reduced
-    # while its last micro-batch runs backward, except the last bucket,
-    # which holds the embedding's gradient.
-    embedding = vocab * h / tp
-    params = max(layers) * shape["params"] / tp + embedding
-    if pp == 1 and not m["tied_embeddings"]:
-        params += embedding  # the output layer, apart
-    grads = 2 * params
-    window = max(layers) * (backward + tp_backward)
-    last = min(1.0, max(BUCKET_BYTES, 2 * embedding) / grads)
-    ranks = dp * cp  # the GPUs that hold the same weights
-
-    def reduced(kind, ranks_, over):
-        comm = ring_s(kind, grads, ranks_, over, fit)
-        return comm * last + exposed(comm * (1 - last), window, fit)
-
-    tail = 0.0
-    if zero == 0:
-        tail = reduced("all-reduce", ranks, dp_link)
-    elif zero in (1, 2):
-        if zero == 2 and pp == 1 and micro > 1:
-            # DeepSpeed's ZeRO-2 reduces every micro-batch's gradients,
-            # each behind that micro-batch's backward pass.
-            rs = ring_s("reduce-scatter", grads, ranks, dp_link, fit)
-            tail = micro * exposed(rs, window, fit)
-        else:  # reduced once, after the last micro-batch
-            tail = reduced("reduce-scatter", ranks, dp_link)
-        # and the updated weights gathered after the optimizer step
-        tail += ring_s("all-gather", grads, ranks, dp_link, fit)
-    elif zero == "hsdp":  # each GPU's shard, with its replicas
-        grads /= lay["shard"]
-        tail = reduced("all-reduce", ranks // lay["shard"], dp_link)
-        grads *= lay["shard"]
-    shards = {0: 1, "hsdp": lay["shard"]}.get(zero, ranks)
-    optimizer = OPTIMIZER_BYTES * params / shards / hbm
-
-    last_head = head if slowest == pp - 1 else 0.0
+    idle = 0.0
+    if lay.pp > 1:
+        idle = bubble_fraction(lay.pp, micro, lay.schedule, lay.chunks)
+    last_head = head if slowest == lay.pp - 1 else 0.0
+    tail, optimizer = data_parallel_seconds(job, fit, shape, links, one)
     parts = {
-        "compute": micro * (n * (compute + backward) + last_head),
+        "compute": micro * (n * (one.forward + one.backward) + last_head),
         "tensor_context_parallel": micro * n * tp_cp,
         # the first layer's gather, with nothing before it, each time
-        "data_parallel": micro * (n * sharded + gather) + tail,
+        "data_parallel": micro * (n * sharded + one.gather) + tail,
         "pipeline_sends": micro * send,
-        "bubble": bubble,
+        "bubble": megatron_ratio(idle) * micro * stage[slowest],
         "optimizer": optimizer,
     }
     parts["total"] = sum(parts.values())
     return parts
 
 
-def memory_GB(m, t, lay, shape):
+def data_parallel_seconds(job, fit, shape, links, one):
+    """(seconds of the gradient reduction not hidden, of the optimizer
+    step). The gradients of the fullest stage are reduced while its
+    last micro-batch runs backward, except the last bucket, which holds
+    the embedding's gradient."""
+    m, lay, micro = job.model, job.layout, job.microbatches
+    embedding = m.vocab * m.hidden / lay.tp
+    params = max(job.stages) * shape.params / lay.tp + embedding
+    if lay.pp == 1 and not m.tied_embeddings:
+        params += embedding  # the output layer, apart
+    grads = 2 * params
+    window = max(job.stages) * (one.backward + one.tp_backward)
+    last = min(1.0, max(BUCKET_BYTES, 2 * embedding) / grads)
+    ranks = lay.dp * lay.cp  # the GPUs that hold the same weights
+    dp_link = links.group(lay.tp * lay.cp, lay.dp)
+
+    def reduced(kind, ranks_, size):
+        comm = ring_s(kind, size, ranks_, dp_link, fit)
+        return comm * last + exposed(comm * (1 - last), window, fit)
+
+    tail = 0.0
+    if lay.zero == 0:
+        tail = reduced("all-reduce", ranks, grads)
+    elif lay.zero in (1, 2):
+        if lay.zero == 2 and lay.pp == 1 and micro > 1:
+            # DeepSpeed's ZeRO-2 reduces every micro-batch's gradients,
+            # each behind that micro-batch's backward pass.
+            rs = ring_s("reduce-scatter", grads, ranks, dp_link, fit)
+            tail = micro * exposed(rs, window, fit)
+        else:  # reduced once, after the last micro-batch
+            tail = reduced("reduce-scatter", ranks, grads)
+        # and the updated weights gathered after the optimizer step
+        tail += ring_s("all-gather", grads, ranks, dp_link, fit)
+    elif lay.zero == "hsdp":  # each GPU's shard, with its replicas
+        tail = reduced("all-reduce", ranks // job.shard, grads / job.shard)
+    shards = {0: 1, "hsdp": job.shard}.get(lay.zero, ranks)
+    hbm = job.cluster.hbm_GBps * 1e9
+    return tail, OPTIMIZER_BYTES * params / shards / hbm
+
+
+def memory_GB(job, shape):
     """GB on the GPU that needs the most: the first stage holds the
     most micro-batches in flight, the last also holds the logits."""
-    tp, pp, v, micro = lay["tp"], lay["pp"], lay["chunks"], lay["microbatches"]
-    h, vocab, sp = m["hidden"], m["vocab"], lay["sequence_parallel"]
-    tokens = t["micro_batch"] * m["seq_len"] / lay["cp"]
-    embedding = vocab * h / tp
-    full = lay["recompute"] == "full"
-    stored = stored_bytes(m, t, lay, shape)
-    keep = 2 * tokens * h / (tp if sp else 1) if full else stored
-
-    def in_flight(i):
-        """Micro-batches whose activations stage i holds at its peak."""
-        if lay["schedule"] == "gpipe":
-            return micro
-        if v == 1:  # 1F1B: stage i holds pp - i micro-batches
-            return min(pp - i, micro)
-        # interleaved: more warm-up, counted in chunks of 1/v
-        return min(micro * v, 2 * (pp - i - 1) + (v - 1) * pp + 1) / v
-
-    ranks = lay["dp"] * lay["cp"]
+    m, t, lay = job.model, job.training, job.layout
+    tp, pp = lay.tp, lay.pp
+    tokens = t.micro_batch * m.seq_len / lay.cp
+    embedding = m.vocab * m.hidden / tp
+    full = lay.recompute == "full"
+    stored = job_stored_bytes(job, shape)
+    keep = stored
+    if full:
+        keep = 2 * tokens * m.hidden / (tp if lay.sequence_parallel else 1)
     worst = None
     # In-flight micro-batches fall from stage to stage, so the GPU that
     # needs the most is the first, the last or the first of the fullest.
-    stages = lay["stages"]
+    stages = job.stages
     for i in sorted({0, pp - 1, stages.index(max(stages))}):
         n = stages[i]
-        weights = n * shape["params"] / tp
+        weights = n * shape.params / tp
         if i == 0:
             weights += embedding
-        if i == pp - 1 and not (pp == 1 and m["tied_embeddings"]):
+        if i == pp - 1 and not (pp == 1 and m.tied_embeddings):
             weights += embedding  # the output layer
-        gb = state_bytes(weights, lay["zero"], ranks, lay["shard"], pp)
-        acts = in_flight(i) * n * keep
+        gb = state_bytes(weights, lay.zero, lay.dp * lay.cp, job.shard, pp)
+        acts = in_flight(job, i) * n * keep
         if full:  # the layer being recomputed holds it all
             acts += stored
         if i == pp - 1:
-            acts += LOGIT_BYTES * vocab * tokens / tp
+            acts += LOGIT_BYTES * m.vocab * tokens / tp
         gb["activations"] = acts
         # FSDP's working set: this unit's weights and the next one's,
         # gathered, and this unit's unsharded gradients.
         gb["gathered"] = 0.0
-        if lay["zero"] in (3, "hsdp"):
-            unit = shape["params" if t["fsdp_unit"] == "layer" else "module"]
+        if lay.zero in (3, "hsdp"):
+            unit = shape.params if t.fsdp_unit == "layer" else shape.module
             gb["gathered"] = 3 * 2 * max(unit / tp, embedding)
         gb = {k: x / 1e9 for k, x in gb.items()}
         if worst is None or sum(gb.values()) > sum(worst.values()):
             worst = gb
-    worst["reserve"] = t["reserve_GB"]
+    worst["reserve"] = t.reserve_GB
     worst["total"] = sum(worst.values())
     return worst
+
+
+def in_flight(job, i):
+    """Micro-batches whose activations stage i holds at its peak."""
+    lay, micro = job.layout, job.microbatches
+    pp, v = lay.pp, lay.chunks
+    if lay.schedule == "gpipe":
+        return micro
+    if v == 1:  # 1F1B: stage i holds pp - i micro-batches
+        return min(pp - i, micro)
+    # interleaved: more warm-up, counted in chunks of 1/v
+    return min(micro * v, 2 * (pp - i - 1) + (v - 1) * pp + 1) / v
 
 
 def state_bytes(weights, zero, ranks, shard, pp):

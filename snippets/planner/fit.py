@@ -19,13 +19,7 @@ from dataclasses import asdict, fields
 from snippets.planner import runs
 from snippets.planner.cost import FIT, Fit, layer_shape, step_seconds
 from snippets.planner.layouts import check_layout, evaluate_layout
-from snippets.planner.model import (
-    GPUS,
-    check_cluster,
-    check_model,
-    check_training,
-    cluster,
-)
+from snippets.planner.model import GPUS, cluster
 
 PRECISION = {"fp8-linear": "fp8"}  # Float8 matmuls; fp16 runs as bf16
 
@@ -129,22 +123,19 @@ def _prepared(rows):
     out = []
     for run in rows:
         model, nodes, training, layouts = job(run)
-        m, c = check_model(model), check_cluster(nodes)
-        t = check_training(training)
-        lays = [check_layout(lay, m, c, t) for lay in layouts]
+        jobs = [check_layout(lay, model, nodes, training) for lay in layouts]
         measured = runs.tokens_per_s_per_gpu(run)
-        out.append((m, c, t, lays, layer_shape(m), measured, run.gpus))
+        shape = layer_shape(jobs[0].model)
+        out.append((jobs, shape, measured, run.gpus))
     return out
 
 
 def error(fit, prepared):
     """Mean squared log of predicted over measured tokens/s per GPU."""
     total = 0.0
-    for m, c, t, lays, shape, measured, gpus in prepared:
-        step = min(
-            step_seconds(m, c, t, lay, fit, shape)["total"] for lay in lays
-        )
-        predicted = t["global_batch_tokens"] / step / gpus
+    for jobs, shape, measured, gpus in prepared:
+        step = min(step_seconds(j, fit, shape)["total"] for j in jobs)
+        predicted = jobs[0].training.global_batch_tokens / step / gpus
         total += math.log(predicted / measured) ** 2
     return total / len(prepared)
 

@@ -2,6 +2,8 @@
 over every layout the cluster allows."""
 
 # --8<-- [start:model]
+from dataclasses import asdict, dataclass, fields, replace
+
 from snippets.checks import choice, count, flag
 from snippets.planner.cost import (
     FIT,
@@ -11,67 +13,125 @@ from snippets.planner.cost import (
     stage_layers,
 )
 from snippets.planner.model import (
-    as_dict,
+    Cluster,
+    Model,
+    Training,
     check_cluster,
     check_model,
     check_training,
+    checked,
 )
 
 ZERO = (0, 1, 2, 3, "hsdp")
 RECOMPUTE = ("none", "selective", "full")
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
-LAYOUT_KEYS = ("dp", "tp", "pp", "zero", "recompute")
-LAYOUT_DEFAULTS = {
-    "cp": 1,  # context parallelism: each sequence split over cp GPUs
-    "sequence_parallel": None,  # None: on whenever tp > 1
-    "embedding_slots": False,
-    "schedule": "1f1b",
-    "chunks": 1,  # model chunks per GPU: 2 or more when interleaved
-}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Layout:
+    """How a job is split: dp data-parallel replicas (sharded as `zero`
+    says), cp context-parallel ranks that split each sequence, tp
+    tensor-parallel ranks per layer, pp pipeline stages run under
+    `schedule` with `chunks` model chunks per GPU. sequence_parallel
+    None means on whenever tp > 1; embedding_slots gives the embedding
+    and the output layer a layer's place each (Llama 3's split)."""
+
+    dp: int
+    tp: int
+    pp: int
+    zero: int | str
+    recompute: str
+    cp: int = 1
+    sequence_parallel: bool | None = None
+    embedding_slots: bool = False
+    schedule: str = "1f1b"
+    chunks: int = 1
+
+    def __post_init__(self):
+        for name in ("dp", "tp", "pp", "cp"):
+            count(f"layout.{name}", getattr(self, name))
+        if isinstance(self.zero, bool) or self.zero not in ZERO:
+            raise ValueError(
+                "layout.zero must be one of 0, 1, 2, 3, 'hsdp'; "
+                f"got {self.zero!r}"
+            )
+        choice("layout.recompute", self.recompute, RECOMPUTE)
+        if self.sequence_parallel is not None:
+            flag("layout.sequence_parallel", self.sequence_parallel)
+        flag("layout.embedding_slots", self.embedding_slots)
+        choice("layout.schedule", self.schedule, SCHEDULES)
+        count("layout.chunks", self.chunks)
+
+
+LAYOUT_KEYS = tuple(f.name for f in fields(Layout))
+
+
+@dataclass(frozen=True)
+class Job:
+    """A layout checked against its model and cluster, with what
+    follows from them: the layers on each stage, the ranks each shard
+    of the training state is split over, and (given the training) the
+    micro-batches each pipeline runs per step."""
+
+    model: Model
+    cluster: Cluster
+    training: Training | None
+    layout: Layout
+    stages: tuple[int, ...]
+    shard: int
+    microbatches: int | None
 
 
 def check_layout(layout, model, cluster, training=None):
-    """The layout as a dict, refused unless it can run on the cluster;
-    with `training`, also its micro-batches and stages."""
-    lay = as_dict("layout", layout, LAYOUT_KEYS, LAYOUT_DEFAULTS)
-    dp, tp, pp, cp = (
-        count(f"layout.{k}", lay[k]) for k in ("dp", "tp", "pp", "cp")
-    )
-    zero = lay["zero"]
-    if isinstance(zero, bool) or zero not in ZERO:
+    """The layout as a Job, refused unless it can run on the cluster;
+    with `training`, also its micro-batches."""
+    m, c = check_model(model), check_cluster(cluster)
+    lay = checked(Layout, "layout", layout)
+    if lay.sequence_parallel is None:  # free whenever tp > 1
+        lay = replace(lay, sequence_parallel=lay.tp > 1)
+    g, (dp, tp, pp, cp) = c.gpus_per_node, (lay.dp, lay.tp, lay.pp, lay.cp)
+    if dp * cp * tp * pp != c.gpus:
         raise ValueError(
-            f"layout.zero must be one of 0, 1, 2, 3, 'hsdp'; got {zero!r}"
-        )
-    choice("layout.recompute", lay["recompute"], RECOMPUTE)
-    if lay["sequence_parallel"] is None:  # free whenever tp > 1
-        lay["sequence_parallel"] = tp > 1
-    flag("layout.sequence_parallel", lay["sequence_parallel"])
-    g, gpus = cluster["gpus_per_node"], cluster["gpus_per_node"]
-    gpus *= cluster["nodes"]
-    if dp * cp * tp * pp != gpus:
-        raise ValueError(
-            f"layout dp x cp x tp x pp must equal the cluster's {gpus} "
+            f"layout dp x cp x tp x pp must equal the cluster's {c.gpus} "
             f"GPUs, got {dp} x {cp} x {tp} x {pp} = {dp * cp * tp * pp}"
         )
-    if model["heads"] % tp or model["kv_heads"] % tp:
+    if m.heads % tp or m.kv_heads % tp:
         raise ValueError(
-            f"layout.tp must divide model.heads ({model['heads']}) and "
-            f"model.kv_heads ({model['kv_heads']}), got {tp}"
+            f"layout.tp must divide model.heads ({m.heads}) and "
+            f"model.kv_heads ({m.kv_heads}), got {tp}"
         )
     if g % tp and tp % g:
         raise ValueError(
             f"layout.tp must divide gpus_per_node ({g}) or, to span "
             f"nodes, be a multiple of it; got {tp}"
         )
-    if model["seq_len"] % cp:
+    if m.seq_len % cp:
         raise ValueError(
-            f"layout.cp must divide model.seq_len ({model['seq_len']}), "
-            f"got {cp}"
+            f"layout.cp must divide model.seq_len ({m.seq_len}), got {cp}"
         )
-    # Llama 3's split: the embedding and the output layer each take a
-    # layer's place, so the first and last stages hold one layer fewer.
-    layers = model["layers"]
-    if flag("layout.embedding_slots", lay["embedding_slots"]):
+    stages = _stages_of(lay, m.layers)
+    shard = dp if lay.zero != "hsdp" else _hsdp_shard(lay, g)
+    shard *= 1 if lay.zero == "hsdp" else cp
+    t = micro = None
+    if training is not None:
+        t = check_training(training)
+        micro = microbatches(m, t, dp)
+        if lay.schedule == "interleaved" and micro % pp:
+            raise ValueError(
+                "the interleaved schedule runs micro-batches in groups "
+                f"of pp ({pp}): training.global_batch_tokens must give a "
+                f"multiple of {pp} per pipeline, got {micro}"
+            )
+    return Job(m, c, t, lay, tuple(stages), shard, micro)
+
+
+def _stages_of(lay, layers):
+    """Layers on each stage; refused unless the schedule's chunks
+    divide them. Llama 3's split: the embedding and the output layer
+    each take a layer's place, so the first and last stages hold one
+    layer fewer."""
+    pp, v = lay.pp, lay.chunks
+    if lay.embedding_slots:
         if pp < 2 or pp > layers // 2:
             raise ValueError(
                 "layout.embedding_slots needs 2 <= pp <= model.layers / 2"
@@ -83,15 +143,11 @@ def check_layout(layout, model, cluster, training=None):
             f"layout.pp must divide model.layers ({layers}), got {pp}; "
             "with embedding_slots=True the stages may differ by a layer"
         )
-    stages = stage_layers(layers, pp, lay["embedding_slots"])
-    choice("layout.schedule", lay["schedule"], SCHEDULES)
-    v = count("layout.chunks", lay["chunks"])
-    if lay["schedule"] == "interleaved":
-        slots = (
-            stage_layers(layers, pp, False)
-            if not lay["embedding_slots"]
-            else [n + (i in (0, pp - 1)) for i, n in enumerate(stages)]
-        )
+    stages = stage_layers(layers, pp, lay.embedding_slots)
+    if lay.schedule == "interleaved":
+        slots = stage_layers(layers, pp, False)
+        if lay.embedding_slots:
+            slots = [n + (i in (0, pp - 1)) for i, n in enumerate(stages)]
         if pp < 2 or v < 2 or any(n % v for n in slots):
             raise ValueError(
                 "layout.chunks must be 2 or more and divide the layers "
@@ -101,46 +157,36 @@ def check_layout(layout, model, cluster, training=None):
             )
     elif v != 1:
         raise ValueError(
-            f"layout.chunks must be 1 for schedule "
-            f"{lay['schedule']!r}, got {v}"
+            f"layout.chunks must be 1 for schedule {lay.schedule!r}, got {v}"
         )
-    lay["stages"] = stages
-    shard = dp
-    if zero == "hsdp":
-        local = g // (tp * cp) if g % (tp * cp) == 0 else 0
-        if local < 2 or dp <= local or dp % local:
-            raise ValueError(
-                "layout.zero='hsdp' shards over the data-parallel ranks "
-                "of one node and replicates across nodes: it needs "
-                "tp x cp to leave 2 or more of them on a node and dp to "
-                f"be a larger multiple of that; got dp={dp}, tp={tp}, "
-                f"cp={cp} on {g} GPUs per node"
-            )
-        shard = local
-    lay["shard"] = shard * (1 if zero == "hsdp" else cp)
-    if training is not None:
-        lay["microbatches"] = microbatches(model, training, dp)
-        if lay["schedule"] == "interleaved" and lay["microbatches"] % pp:
-            raise ValueError(
-                "the interleaved schedule runs micro-batches in groups "
-                f"of pp ({pp}): training.global_batch_tokens must give a "
-                f"multiple of {pp} per pipeline, got "
-                f"{lay['microbatches']}"
-            )
-    return lay
+    return stages
+
+
+def _hsdp_shard(lay, g):
+    """HSDP's shard group: the data-parallel ranks of one node."""
+    local = g // (lay.tp * lay.cp) if g % (lay.tp * lay.cp) == 0 else 0
+    if local < 2 or lay.dp <= local or lay.dp % local:
+        raise ValueError(
+            "layout.zero='hsdp' shards over the data-parallel ranks "
+            "of one node and replicates across nodes: it needs "
+            "tp x cp to leave 2 or more of them on a node and dp to "
+            f"be a larger multiple of that; got dp={lay.dp}, "
+            f"tp={lay.tp}, cp={lay.cp} on {g} GPUs per node"
+        )
+    return local
 
 
 def microbatches(model, training, dp):
     """Micro-batches each pipeline runs per step."""
-    per_pass = model["seq_len"] * training["micro_batch"] * dp
-    if training["global_batch_tokens"] % per_pass:
+    per_pass = model.seq_len * training.micro_batch * dp
+    if training.global_batch_tokens % per_pass:
         raise ValueError(
             f"training.global_batch_tokens ("
-            f"{training['global_batch_tokens']}) must be a multiple of "
-            f"seq_len x micro_batch x dp = {model['seq_len']} x "
-            f"{training['micro_batch']} x {dp} = {per_pass}"
+            f"{training.global_batch_tokens}) must be a multiple of "
+            f"seq_len x micro_batch x dp = {model.seq_len} x "
+            f"{training.micro_batch} x {dp} = {per_pass}"
         )
-    return training["global_batch_tokens"] // per_pass
+    return training.global_batch_tokens // per_pass
 
 
 def model_flops_per_token(model):
@@ -149,35 +195,33 @@ def model_flops_per_token(model):
     through, the output layer once, and attention's two s x s products
     whole. Recomputation is not useful work."""
     m = check_model(model)
-    weights = m["layers"] * layer_shape(m)["weights"]
-    weights += m["vocab"] * m["hidden"]
-    return 6 * weights + 12 * m["layers"] * m["hidden"] * m["seq_len"]
+    weights = m.layers * layer_shape(m).weights
+    weights += m.vocab * m.hidden
+    return 6 * weights + 12 * m.layers * m.hidden * m.seq_len
 
 
 def evaluate_layout(model, cluster, training, layout, fit=FIT):
     """Memory per GPU, step time, tokens/s and MFU of one layout."""
-    m, c = check_model(model), check_cluster(cluster)
-    t = check_training(training)
-    lay = check_layout(layout, m, c, t)
+    job = check_layout(layout, model, cluster, check_training(training))
     if not isinstance(fit, Fit):
         raise TypeError(f"fit must be a Fit, got {type(fit).__name__}")
-    return _result(m, c, t, lay, fit)
+    return _result(job, fit)
 
 
-def _result(m, c, t, lay, fit, flops=None):
-    r = estimate(m, c, t, lay, fit)
-    gpus = c["gpus_per_node"] * c["nodes"]
-    tokens = t["global_batch_tokens"] / r["step_s"]["total"]
-    flops = flops or model_flops_per_token(m)
+def _result(job, fit, flops=None):
+    r = estimate(job, fit)
+    c, t = job.cluster, job.training
+    tokens = t.global_batch_tokens / r["step_s"]["total"]
+    flops = flops or model_flops_per_token(job.model)
     return {
-        "layout": {k: lay[k] for k in (*LAYOUT_KEYS, *LAYOUT_DEFAULTS)},
-        "microbatches": lay["microbatches"],
-        "stages": lay["stages"],
+        "layout": asdict(job.layout),
+        "microbatches": job.microbatches,
+        "stages": list(job.stages),
         **r,
-        "fits": r["memory_per_gpu_GB"]["total"] <= c["gpu_memory_GB"],
+        "fits": r["memory_per_gpu_GB"]["total"] <= c.gpu_memory_GB,
         "tokens_per_s": tokens,
-        "tokens_per_s_per_gpu": tokens / gpus,
-        "mfu": tokens * flops / (gpus * c["peak_TFLOPs"] * 1e12),
+        "tokens_per_s_per_gpu": tokens / c.gpus,
+        "mfu": tokens * flops / (c.gpus * c.peak_TFLOPs * 1e12),
     }
 
 
@@ -235,43 +279,41 @@ def check_only(only):
     only = {} if only is None else only
     if not isinstance(only, dict):
         raise TypeError(f"only must be a dict, got {type(only).__name__}")
-    known = (*LAYOUT_KEYS, *LAYOUT_DEFAULTS)
-    unknown = sorted(set(only) - set(known))
+    unknown = sorted(set(only) - set(LAYOUT_KEYS))
     if unknown:
         raise ValueError(
             f"only has unknown keys {', '.join(unknown)}; it accepts "
-            f"{', '.join(known)}"
+            f"{', '.join(LAYOUT_KEYS)}"
         )
     return only
 
 
 def candidate_layouts(model, cluster, training, only=None):
-    """Every layout the checks accept: tp inside a node, cp for long
-    sequences, pp with even or Llama-style stages and each schedule,
-    dp the rest, each ZeRO stage and recomputation; with `only`, those
-    whose fields have the values it gives."""
+    """Every layout the checks accept, as a Job: tp inside a node, cp
+    for long sequences, pp with even or Llama-style stages and each
+    schedule, dp the rest, each ZeRO stage and recomputation; with
+    `only`, those whose fields have the values it gives."""
     m, c = check_model(model), check_cluster(cluster)
     t = check_training(training)
     only = check_only(only)
-    g = c["gpus_per_node"]
-    gpus = g * c["nodes"]
+    g = c.gpus_per_node
     recomputes = ["none", "full"]
-    if not t["flash_attention"]:
+    if not t.flash_attention:
         recomputes.insert(1, "selective")
     for tp in divisors(g):
-        if m["heads"] % tp or m["kv_heads"] % tp:
+        if m.heads % tp or m.kv_heads % tp:
             continue
-        for cp in context_sizes(m["seq_len"]):
-            if (gpus // tp) % cp:
+        for cp in context_sizes(m.seq_len):
+            if (c.gpus // tp) % cp:
                 continue
-            for pp in divisors(gpus // (tp * cp)):
-                dp = gpus // (tp * cp * pp)
-                per_pass = m["seq_len"] * t["micro_batch"] * dp
-                if t["global_batch_tokens"] % per_pass:
+            for pp in divisors(c.gpus // (tp * cp)):
+                dp = c.gpus // (tp * cp * pp)
+                per_pass = m.seq_len * t.micro_batch * dp
+                if t.global_batch_tokens % per_pass:
                     continue
-                micro = t["global_batch_tokens"] // per_pass
-                for slots in splits(m["layers"], pp):
-                    counts = stage_layers(m["layers"], pp, slots)
+                micro = t.global_batch_tokens // per_pass
+                for slots in splits(m.layers, pp):
+                    counts = stage_layers(m.layers, pp, slots)
                     if slots:
                         counts[0] += 1
                         counts[-1] += 1
@@ -286,9 +328,12 @@ def candidate_layouts(model, cluster, training, only=None):
                             chunks=chunks,
                             sequence_parallel=only.get("sequence_parallel"),
                         )
-                        for lay in _stages(m, c, t, recomputes, base, only):
-                            if all(lay[k] == v for k, v in only.items()):
-                                yield lay
+                        for job in _stages(m, c, t, recomputes, base, only):
+                            lay = job.layout
+                            if all(
+                                getattr(lay, k) == v for k, v in only.items()
+                            ):
+                                yield job
 
 
 def _stages(m, c, t, recomputes, base, only):
@@ -345,8 +390,7 @@ def plan_layouts(model, cluster, training, fit=FIT, only=None):
     t = check_training(training)
     flops = model_flops_per_token(m)
     results = rank(
-        _result(m, c, t, lay, fit, flops)
-        for lay in candidate_layouts(m, c, t, only)
+        _result(job, fit, flops) for job in candidate_layouts(m, c, t, only)
     )
     if not results:
         raise ValueError(
@@ -355,7 +399,7 @@ def plan_layouts(model, cluster, training, fit=FIT, only=None):
             "micro_batch x the number of GPUs"
         )
     best = results[0]
-    card = c["gpu_memory_GB"]
+    card = c.gpu_memory_GB
     need = best["memory_per_gpu_GB"]["total"]
     fitting = sum(r["fits"] for r in results)
     if best["fits"]:

@@ -4,25 +4,10 @@ counted; presets for a few published models and GPUs."""
 # --8<-- [start:model]
 import json
 import re
-from dataclasses import asdict, is_dataclass
+from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 
 from snippets.checks import choice, count, flag, number
 
-MODEL_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
-MODEL_KEYS += ("seq_len",)
-# A gated MLP (SwiGLU, as in Llama) has three matrices of hidden x ffn;
-# GPT's MLP has two. Untied models keep separate input and output
-# embeddings. GPT keeps dropout (1-byte masks among its activations);
-# Llama has none.
-MODEL_DEFAULTS = {"gated": True, "tied_embeddings": False, "dropout": False}
-# gpu: the preset (GPUS below) whose fitted GEMM share applies.
-CLUSTER_KEYS = ("gpu", "gpus_per_node", "nodes", "gpu_memory_GB")
-CLUSTER_KEYS += ("peak_TFLOPs",)
-CLUSTER_KEYS += ("hbm_GBps", "nvlink_GBps", "nics_per_node", "nic_GBps")
-TRAINING_KEYS = ("global_batch_tokens", "micro_batch")
-# reserve_GB: memory on each GPU that training cannot use: the CUDA
-# context and kernels (about 0.5 GB), NCCL's buffers (about 1 GB over
-# several communicators) and the allocator's fragmentation.
 # precision: "bf16" (or "fp16", as fast); "fp8" runs the layers' matrix
 # multiplies in FP8 (Hopper's tensor cores: twice the 16-bit rate).
 PRECISIONS = ("bf16", "fp16", "fp8")
@@ -30,75 +15,131 @@ PRECISIONS = ("bf16", "fp16", "fp8")
 # (FSDP2's fully_shard on each block) or each module, as DeepSpeed's
 # ZeRO-3 does (two norms, the attention's two matrices, the MLP's).
 FSDP_UNITS = ("layer", "module")
-TRAINING_DEFAULTS = {
-    "flash_attention": True,
-    "reserve_GB": 4.0,
-    "precision": "bf16",
-    "fsdp_unit": "layer",
-}
 
 
-def as_dict(name, value, keys, defaults=()):
-    """A dict (or dataclass) with every key in `keys`; no other keys."""
+@dataclass(frozen=True, kw_only=True)
+class Model:
+    """A decoder's shape. A gated MLP (SwiGLU, as in Llama) has three
+    matrices of hidden x ffn; GPT's MLP has two. Untied models keep
+    separate input and output embeddings. GPT keeps dropout (1-byte
+    masks among its activations); Llama has none."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    vocab: int
+    seq_len: int
+    gated: bool = True
+    tied_embeddings: bool = False
+    dropout: bool = False
+
+    def __post_init__(self):
+        for f in fields(self):
+            check = count if f.type is int else flag
+            check(f"model.{f.name}", getattr(self, f.name))
+        if self.hidden % self.heads:
+            raise ValueError(
+                f"model.heads must divide model.hidden, "
+                f"got heads={self.heads}, hidden={self.hidden}"
+            )
+        if self.heads % self.kv_heads:
+            raise ValueError(
+                f"model.kv_heads must divide model.heads, "
+                f"got kv_heads={self.kv_heads}, heads={self.heads}"
+            )
+
+    @property
+    def kv_width(self):
+        """Width of the keys (or the values) of all KV heads."""
+        return self.kv_heads * (self.hidden // self.heads)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cluster:
+    """`nodes` nodes of `gpus_per_node` GPUs. gpu: the preset (GPUS
+    below) whose fitted GEMM share applies."""
+
+    gpu: str
+    gpus_per_node: int
+    nodes: int
+    gpu_memory_GB: float
+    peak_TFLOPs: float
+    hbm_GBps: float
+    nvlink_GBps: float
+    nics_per_node: int
+    nic_GBps: float
+
+    def __post_init__(self):
+        choice("cluster.gpu", self.gpu, list(GPUS))
+        for f in fields(self)[1:]:
+            check = count if f.type is int else number
+            check(f"cluster.{f.name}", getattr(self, f.name))
+
+    @property
+    def gpus(self):
+        return self.gpus_per_node * self.nodes
+
+
+@dataclass(frozen=True, kw_only=True)
+class Training:
+    """The batch and how it is trained. reserve_GB: memory on each GPU
+    that training cannot use: the CUDA context and kernels (about
+    0.5 GB), NCCL's buffers (about 1 GB over several communicators)
+    and the allocator's fragmentation."""
+
+    global_batch_tokens: int
+    micro_batch: int
+    flash_attention: bool = True
+    reserve_GB: float = 4.0
+    precision: str = "bf16"
+    fsdp_unit: str = "layer"
+
+    def __post_init__(self):
+        count("training.global_batch_tokens", self.global_batch_tokens)
+        count("training.micro_batch", self.micro_batch)
+        flag("training.flash_attention", self.flash_attention)
+        number("training.reserve_GB", self.reserve_GB, allow_minimum=True)
+        choice("training.precision", self.precision, PRECISIONS)
+        choice("training.fsdp_unit", self.fsdp_unit, FSDP_UNITS)
+
+
+def checked(cls, name, value):
+    """`value` as a `cls`: itself, or built from a dict (or another
+    dataclass) that has every field without a default and no other."""
+    if isinstance(value, cls):
+        return value
     if is_dataclass(value) and not isinstance(value, type):
         value = asdict(value)
     if not isinstance(value, dict):
         raise TypeError(
             f"{name} must be a dict or a dataclass, got {type(value).__name__}"
         )
-    missing = [k for k in keys if k not in value]
+    keys = [f.name for f in fields(cls)]
+    required = [f.name for f in fields(cls) if f.default is MISSING]
+    missing = [k for k in required if k not in value]
     if missing:
         raise ValueError(f"{name} is missing {', '.join(missing)}")
-    known = set(keys) | set(dict(defaults))
-    unknown = sorted(set(value) - known)
+    unknown = sorted(set(value) - set(keys))
     if unknown:
         raise ValueError(
             f"{name} has unknown keys {', '.join(unknown)}; "
-            f"it accepts {', '.join(sorted(known))}"
+            f"it accepts {', '.join(sorted(keys))}"
         )
-    return {**dict(defaults), **value}
+    return cls(**value)
 
 
 def check_model(model):
-    m = as_dict("model", model, MODEL_KEYS, MODEL_DEFAULTS)
-    for key in MODEL_KEYS:
-        count(f"model.{key}", m[key])
-    flag("model.gated", m["gated"])
-    flag("model.tied_embeddings", m["tied_embeddings"])
-    flag("model.dropout", m["dropout"])
-    if m["hidden"] % m["heads"]:
-        raise ValueError(
-            f"model.heads must divide model.hidden, "
-            f"got heads={m['heads']}, hidden={m['hidden']}"
-        )
-    if m["heads"] % m["kv_heads"]:
-        raise ValueError(
-            f"model.kv_heads must divide model.heads, "
-            f"got kv_heads={m['kv_heads']}, heads={m['heads']}"
-        )
-    return m
+    return checked(Model, "model", model)
 
 
 def check_cluster(cluster):
-    c = as_dict("cluster", cluster, CLUSTER_KEYS)
-    choice("cluster.gpu", c["gpu"], list(GPUS))
-    for key in CLUSTER_KEYS[1:]:
-        if key in ("gpus_per_node", "nodes", "nics_per_node"):
-            count(f"cluster.{key}", c[key])
-        else:
-            number(f"cluster.{key}", c[key])
-    return c
+    return checked(Cluster, "cluster", cluster)
 
 
 def check_training(training):
-    t = as_dict("training", training, TRAINING_KEYS, TRAINING_DEFAULTS)
-    count("training.global_batch_tokens", t["global_batch_tokens"])
-    count("training.micro_batch", t["micro_batch"])
-    flag("training.flash_attention", t["flash_attention"])
-    number("training.reserve_GB", t["reserve_GB"], allow_minimum=True)
-    choice("training.precision", t["precision"], PRECISIONS)
-    choice("training.fsdp_unit", t["fsdp_unit"], FSDP_UNITS)
-    return t
+    return checked(Training, "training", training)
 
 
 def parameter_count(model):
@@ -108,12 +149,12 @@ def parameter_count(model):
     (3 matrices if gated, else 2), and two norms. Biases are left out.
     """
     m = check_model(model)
-    h, head = m["hidden"], m["hidden"] // m["heads"]
-    attention = 2 * h * h + 2 * h * m["kv_heads"] * head
-    mlp = (3 if m["gated"] else 2) * h * m["ffn"]
+    h = m.hidden
+    attention = 2 * h * h + 2 * h * m.kv_width
+    mlp = (3 if m.gated else 2) * h * m.ffn
     layer = attention + mlp + 2 * h
-    embeddings = m["vocab"] * h * (1 if m["tied_embeddings"] else 2)
-    return m["layers"] * layer + embeddings + h
+    embeddings = m.vocab * h * (1 if m.tied_embeddings else 2)
+    return m.layers * layer + embeddings + h
 
 
 HF_KEYS = {
@@ -177,17 +218,17 @@ def from_hf_config(text, seq_len=None):
     if seq_len is not None:
         model["seq_len"] = seq_len
     try:
-        model = check_model(model)
+        checked_model = check_model(model)
     except (TypeError, ValueError) as error:
         raise type(error)(in_config_terms(str(error), seq_len)) from None
-    width = model["hidden"] // model["heads"]
+    width = checked_model.hidden // checked_model.heads
     if config.get("head_dim", width) != width:
         raise ValueError(
             f"config.json has head_dim {config['head_dim']}, not "
             f"hidden_size / num_attention_heads = {width}: the planner "
             "counts heads of that size only"
         )
-    return model
+    return asdict(checked_model)
 
 
 # --8<-- [end:model]
@@ -264,13 +305,14 @@ GPUS = {
 
 
 def cluster(gpu, nodes, **values):
-    """A cluster dict: `nodes` nodes of the preset `gpu`, with any of
+    """A cluster, as a dict: `nodes` nodes of the preset `gpu`, with any of
     its values (gpus_per_node, gpu_memory_GB, ...) that `values` gives
     other than None in place of the preset's."""
     choice("gpu", gpu, list(GPUS))
     count("nodes", nodes)
     given = {k: v for k, v in values.items() if v is not None}
-    return check_cluster({"gpu": gpu, **GPUS[gpu], "nodes": nodes, **given})
+    values = {"gpu": gpu, **GPUS[gpu], "nodes": nodes, **given}
+    return asdict(check_cluster(values))
 
 
 # --8<-- [end:presets]
