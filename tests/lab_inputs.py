@@ -6,9 +6,11 @@ A page's tests list each lab function once, in a table of rows
 
     (label, function, valid keyword arguments, {argument: kind})
 
-`bad_cases(table)` turns the table into one pytest case per bad value,
-and `assert_refused` checks the call: the expected error type, a message
-that names the argument and, for a choice, lists every allowed name.
+and gets its tests from one line, `TestBadInput = bad_input_tests(
+BAD_INPUT, "<page>")`: one case per bad value, whose call must raise
+the expected error type with a message that names the argument and,
+for a choice, lists every allowed name; and a check that every argument
+of every public function in snippets/<page>/ has its rows.
 """
 
 import importlib
@@ -120,8 +122,6 @@ def strategy(allowed):
 
 FEWEST_BAD_VALUES = 5  # per argument; the slots of a schedule have 5
 
-FIELDS = ("function", "valid", "argument", "value", "error", "allowed")
-
 
 def bad_cases(table):
     """One pytest case per (row, argument, bad value) of a page table."""
@@ -141,16 +141,32 @@ def bad_cases(table):
     ]
 
 
-def assert_refused(function, valid, argument, value, error, allowed):
-    """`function(**valid)` with `argument` set to `value` raises `error`,
-    whose message names the argument and lists every allowed name."""
-    with pytest.raises((ValueError, TypeError)) as caught:
-        function(**{**valid, argument: value})
-    message = str(caught.value)
-    assert caught.type is error, f"{caught.type.__name__}: {message}"
-    assert re.search(rf"\b{re.escape(argument)}\b", message), message
-    for name in allowed:
-        assert repr(name) in message, f"{name!r} not listed in: {message}"
+def bad_input_tests(table, page=None):
+    """A page's bad-input tests, as a class for its test file to hold.
+    Without `page`, the file checks its table's coverage itself."""
+
+    class TestBadInput:
+        @pytest.mark.parametrize(
+            "function, valid, argument, value, error, allowed",
+            bad_cases(table),
+        )
+        def test_is_refused_by_name(
+            self, function, valid, argument, value, error, allowed
+        ):
+            with pytest.raises((ValueError, TypeError)) as caught:
+                function(**{**valid, argument: value})
+            message = str(caught.value)
+            assert caught.type is error, f"{caught.type.__name__}: {message}"
+            assert re.search(rf"\b{re.escape(argument)}\b", message), message
+            for name in allowed:
+                assert repr(name) in message, f"{name!r} not in: {message}"
+
+        if page is not None:
+
+            def test_every_argument_has_some(self):
+                assert_every_argument_has_bad_inputs(table, page)
+
+    return TestBadInput
 
 
 def public_functions(module):

@@ -3,8 +3,6 @@ the name a reader would see."""
 
 import inspect
 
-import pytest
-
 from snippets import checks
 from snippets.zero.memory import ALIASES, SHARDED
 from tests import lab_inputs as inputs
@@ -57,11 +55,7 @@ SET_BY_LAB_CODE = {
 }
 
 
-@pytest.mark.parametrize(inputs.FIELDS, inputs.bad_cases(BAD_INPUT))
-def test_bad_input_is_refused_by_name(
-    function, valid, argument, value, error, allowed
-):
-    inputs.assert_refused(function, valid, argument, value, error, allowed)
+TestBadInput = inputs.bad_input_tests(BAD_INPUT)
 
 
 def test_every_check_has_bad_inputs():

@@ -465,12 +465,4 @@ BAD_INPUT += [
 ]
 
 
-@pytest.mark.parametrize(inputs.FIELDS, inputs.bad_cases(BAD_INPUT))
-def test_bad_input_is_refused_by_name(
-    function, valid, argument, value, error, allowed
-):
-    inputs.assert_refused(function, valid, argument, value, error, allowed)
-
-
-def test_every_argument_has_bad_inputs():
-    inputs.assert_every_argument_has_bad_inputs(BAD_INPUT, "comms")
+TestBadInput = inputs.bad_input_tests(BAD_INPUT, "comms")

@@ -255,7 +255,7 @@ def test_new_figures_state_the_labs_numbers(figures):
 
 
 def test_course_map_follows_the_nav():
-    from tests.browser.test_pages import lesson_pages
+    from tests.browser.helpers import lesson_pages
 
     pages = {page for page, _, _ in course_map.COURSE_MAP}
     assert {f.removesuffix(".md") + "/" for f in pages} == lesson_pages() - {

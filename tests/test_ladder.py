@@ -151,11 +151,7 @@ BAD_INPUT = [
 ]
 
 
-@pytest.mark.parametrize(inputs.FIELDS, inputs.bad_cases(BAD_INPUT))
-def test_bad_input_is_refused_by_name(
-    function, valid, argument, value, error, allowed
-):
-    inputs.assert_refused(function, valid, argument, value, error, allowed)
+TestBadInput = inputs.bad_input_tests(BAD_INPUT)
 
 
 def test_every_argument_of_the_planner_has_bad_inputs():

@@ -299,17 +299,12 @@ BAD_INPUT = [
 ]
 
 
-@pytest.mark.parametrize(inputs.FIELDS, inputs.bad_cases(BAD_INPUT))
-def test_bad_input_is_refused_by_name(
-    function, valid, argument, value, error, allowed
-):
-    inputs.assert_refused(function, valid, argument, value, error, allowed)
+TestBadInput = inputs.bad_input_tests(BAD_INPUT, "strategy")
 
 
-def test_every_argument_has_bad_inputs():
-    inputs.assert_every_argument_has_bad_inputs(BAD_INPUT, "strategy")
-    # plan passes **bytes_per_param on to memory_per_gpu: each of its
-    # byte sizes has rows of its own.
+def test_plan_passes_on_byte_sizes_that_have_rows_of_their_own():
+    """plan passes **bytes_per_param on to memory_per_gpu: each of its
+    byte sizes has rows of its own."""
     passed_on = {
         name
         for name in inspect.signature(memory_per_gpu).parameters

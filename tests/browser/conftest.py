@@ -10,23 +10,12 @@ screenshot in test-results/ (--screenshot only-on-failure).
 from pathlib import Path
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 
-from course import ROOT
 from course.build import runner
 from course.tools.serve import serve
+from tests.browser.helpers import LAPTOP, SITE
 
-SITE = ROOT / "site"
 CHROMIUM = "/usr/bin/chromium"
-LAPTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 390, "height": 844}
-
-
-def site_pages(site=SITE):
-    """Site paths of the built pages: '' (home), 'zero/', ..."""
-    found = sorted(Path(site).rglob("index.html"))
-    paths = [p.parent.relative_to(site).as_posix() + "/" for p in found]
-    return ["" if p == "./" else p for p in paths]
 
 
 @pytest.fixture(scope="session")
@@ -106,15 +95,3 @@ def detect(page):
         return page.evaluate(script, list(args))
 
     return run
-
-
-def serious_axe(page, context):
-    """axe-core's serious and critical findings in `context` (a CSS
-    selector): each element, and axe's summary with its colours."""
-    found = Axe().run(page, context=context).response
-    return [
-        f"{v['id']}: {n['target']} {n['failureSummary']}"
-        for v in found["violations"]
-        if v["impact"] in ("serious", "critical")
-        for n in v["nodes"]
-    ]

@@ -5,7 +5,7 @@ by itself; the Makefile names this file)."""
 import pytest
 
 from course import ROOT
-from tests.browser.conftest import LAPTOP, PHONE, site_pages
+from tests.browser.helpers import LAPTOP, PHONE, site_pages
 
 SIZES = {"1280": LAPTOP, "390": PHONE}
 

@@ -3,7 +3,7 @@ and stays quiet on its mended twin: a pass on the site means something."""
 
 import pytest
 
-from tests.browser.conftest import LAPTOP, PHONE
+from tests.browser.helpers import LAPTOP, PHONE
 
 WIDE = "x" * 150
 CODE = "<pre><code style='display:block;overflow-x:auto'>{}</code></pre>"

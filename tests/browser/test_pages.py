@@ -10,11 +10,9 @@ in detectors.js."""
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from mkdocs.utils.yaml import yaml_load
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from course import ROOT
-from tests.browser.conftest import LAPTOP, PHONE, site_pages
+from tests.browser.helpers import LAPTOP, PHONE, lesson_pages, site_pages
 
 PAGES = site_pages()
 VIEWS = {"laptop": LAPTOP, "phone": PHONE}
@@ -28,16 +26,6 @@ SETTLED = (
     "() => new Promise((r) => requestAnimationFrame(() => "
     "requestAnimationFrame(r)))"
 )
-
-
-def lesson_pages():
-    """The home page, the Lesson section of the nav and torchrun: each
-    shows at least one figure."""
-    with open(ROOT / "mkdocs.yml", "rb") as file:
-        nav = yaml_load(file)["nav"]
-    lesson = next(e["Lesson"] for e in nav if "Lesson" in e)
-    files = [next(iter(e.values())) for e in lesson] + ["torchrun.md"]
-    return {""} | {f.removesuffix(".md") + "/" for f in files}
 
 
 def test_the_site_has_its_pages():

@@ -12,7 +12,7 @@ import pytest
 
 from course import ROOT
 from snippets.planner.report import html
-from tests.browser.conftest import serious_axe
+from tests.browser.helpers import serious_axe
 
 PLAN_MS = 90_000  # the first Plan loads Pyodide
 CHANGED = {"nodes": "4", "global_batch_tokens": "2097152", "nic_GBps": "25"}

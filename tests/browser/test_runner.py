@@ -20,7 +20,7 @@ from sybil import Document
 
 from course import ROOT
 from course.build import execute, runner
-from tests.browser.conftest import SITE, serious_axe, site_pages
+from tests.browser.helpers import SITE, serious_axe, site_pages
 from tests.docblocks import PAGES, code, parse
 
 ELEMENT = re.compile(

@@ -1,0 +1,43 @@
+"""What the browser tests share besides fixtures (tests/browser/conftest.py
+holds those): the built site, its pages, the two window sizes, and
+axe-core's serious findings."""
+
+from pathlib import Path
+
+from axe_playwright_python.sync_playwright import Axe
+from mkdocs.utils.yaml import yaml_load
+
+from course import ROOT
+
+SITE = ROOT / "site"
+LAPTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+def site_pages(site=SITE):
+    """Site paths of the built pages: '' (home), 'zero/', ..."""
+    found = sorted(Path(site).rglob("index.html"))
+    paths = [p.parent.relative_to(site).as_posix() + "/" for p in found]
+    return ["" if p == "./" else p for p in paths]
+
+
+def lesson_pages():
+    """The home page, the Lesson section of the nav and torchrun: each
+    shows at least one figure."""
+    with open(ROOT / "mkdocs.yml", "rb") as file:
+        nav = yaml_load(file)["nav"]
+    lesson = next(e["Lesson"] for e in nav if "Lesson" in e)
+    files = [next(iter(e.values())) for e in lesson] + ["torchrun.md"]
+    return {""} | {f.removesuffix(".md") + "/" for f in files}
+
+
+def serious_axe(page, context):
+    """axe-core's serious and critical findings in `context` (a CSS
+    selector): each element, and axe's summary with its colours."""
+    found = Axe().run(page, context=context).response
+    return [
+        f"{v['id']}: {n['target']} {n['failureSummary']}"
+        for v in found["violations"]
+        if v["impact"] in ("serious", "critical")
+        for n in v["nodes"]
+    ]
