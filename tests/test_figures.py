@@ -110,9 +110,9 @@ def test_1f1b_keeps_at_most_p_micro_batches_in_flight():
             "'gpipe', '1f1b', 'interleaved'",
         ),
         (
-            {"stages": 4, "microbatches": 6, "schedule": "interleaved"},
+            {"stages": 4, "microbatches": 9, "schedule": "interleaved"},
             ValueError,
-            "microbatches must be a multiple of stages",
+            "microbatches must be a multiple of the rounds",
         ),
         (
             {"stages": 4, "microbatches": 4, "backward": 0},

@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from snippets.pipeline.bubble import SCHEDULES, bubble_fraction, megatron_ratio
+from snippets.pipeline.bubble import (
+    SCHEDULES,
+    bubble_fraction,
+    interleaved_rounds,
+    megatron_ratio,
+)
 from snippets.pipeline.schedule import (
     KINDS,
     idle_fraction,
@@ -53,10 +58,21 @@ def test_interleaved_ratio_is_p_minus_1_over_v_m(v, m):
     assert megatron_ratio(fraction) == pytest.approx((p - 1) / (v * m))
 
 
-@pytest.mark.parametrize("m", [1, 6, 10])
-def test_interleaved_bubble_needs_a_multiple_of_the_stages(m):
-    with pytest.raises(ValueError, match="multiple of stages"):
+@pytest.mark.parametrize("m", [9, 11, 13])
+def test_interleaved_bubble_needs_whole_rounds(m):
+    """torch 2.13: rounds = max(1, m // p), and m % rounds == 0."""
+    with pytest.raises(ValueError, match="multiple of the rounds"):
         bubble_fraction(4, m, "interleaved", 2)
+
+
+@pytest.mark.parametrize(("p", "m"), [(4, 3), (4, 6), (4, 10), (8, 12)])
+def test_interleaved_runs_what_torch_runs(p, m):
+    """m = 12 on p = 8 runs: one round of 12 (the review's case)."""
+    assert 0 < bubble_fraction(p, m, "interleaved", 2) < bubble_fraction(p, m)
+
+
+def test_one_micro_batch_gains_nothing_from_interleaving():
+    assert bubble_fraction(4, 1, "interleaved", 2) == bubble_fraction(4, 1)
 
 
 def test_interleaved_with_one_chunk_is_gpipe():
@@ -116,12 +132,84 @@ def test_interleaving_holds_more_than_1f1b():
     assert [peak_in_flight(slots, s) for s in range(4)] == [11, 9, 7, 5]
 
 
-@pytest.mark.parametrize(("p", "m"), [(4, 1), (4, 6), (4, 9), (3, 8)])
-def test_interleaved_needs_a_multiple_of_the_stages(p, m):
+@pytest.mark.parametrize(("p", "m"), [(4, 9), (4, 11), (3, 7), (2, 5)])
+def test_interleaved_needs_whole_rounds(p, m):
     with pytest.raises(
-        ValueError, match=r"microbatches must be a multiple of stages"
+        ValueError, match=r"microbatches must be a multiple of the rounds"
     ):
         pipeline_schedule(p, m, "interleaved", chunks=2)
+
+
+@pytest.mark.parametrize(
+    ("p", "m", "v"),
+    [
+        (4, 1, 2),
+        (4, 3, 2),
+        (4, 6, 2),
+        (4, 10, 2),
+        (8, 12, 2),
+        (8, 9, 2),
+        (4, 3, 3),
+        (8, 4, 4),
+        (3, 4, 2),
+    ],
+)
+def test_interleaved_off_the_multiples_idles_as_the_formula_says(p, m, v):
+    """Where m is not a multiple of p, or below it, the slot-by-slot
+    schedule in torch's order still idles what bubble_fraction says."""
+    slots = pipeline_schedule(p, m, "interleaved", chunks=v)
+    assert len(slots) == 2 * p * m * v
+    expected = bubble_fraction(p, m, "interleaved", v)
+    assert idle_fraction(slots) == pytest.approx(expected, rel=1e-12)
+
+
+def test_twelve_on_eight_stages_holds_every_micro_batch():
+    """m = 12 on p = 8 with 2 chunks: one round of 12, so the first
+    stage runs all 24 chunk-forwards before its first backward."""
+    slots = pipeline_schedule(8, 12, "interleaved", chunks=2)
+    assert peak_in_flight(slots, 0) == 24
+    assert idle_fraction(slots) == pytest.approx(3.5 / 15.5)
+
+
+TORCH_CASES = [
+    (p, m, v)
+    for p in (2, 3, 4, 8)
+    for m in range(1, 18)
+    for v in (2, 3)
+    if m % max(1, m // p) == 0
+]
+
+
+@pytest.mark.slow  # imports torch
+def test_interleaved_order_is_torchs():
+    """Every rank's work list equals what torch 2.13's
+    ScheduleInterleaved1F1B computes for it (its _Action list, without
+    the idle slots it pads with), and torch refuses what the lab does."""
+    from torch.distributed.pipelining import schedules
+
+    from snippets.pipeline.schedule import _interleaved_order
+
+    def torch_order(p, m, v, rank):
+        s = object.__new__(schedules.ScheduleInterleaved1F1B)
+        s.pp_group_size, s.n_local_stages, s._n_microbatches = p, v, m
+        s.number_of_rounds = max(1, m // p)
+        s.microbatches_per_round = m // s.number_of_rounds
+        forward = schedules._ComputationType.FORWARD
+        return [
+            (
+                "F" if a.computation_type == forward else "B",
+                a.microbatch_index,
+                a.stage_index // p,
+            )
+            for a in s._calculate_single_rank_operations(rank)
+            if a is not None
+        ]
+
+    for p, m, v in TORCH_CASES:
+        for rank in range(p):
+            assert _interleaved_order(rank, p, m, v) == torch_order(
+                p, m, v, rank
+            ), (p, m, v, rank)
 
 
 def test_schedule_chunks_need_the_interleaved_schedule():
@@ -354,6 +442,12 @@ BAD_INPUT = [
         megatron_ratio,
         {"fraction": 0.5},
         {"fraction": FRACTION},
+    ),
+    (
+        "interleaved_rounds",
+        interleaved_rounds,
+        {"stages": 8, "microbatches": 12},
+        {"stages": inputs.COUNT, "microbatches": inputs.COUNT},
     ),
 ]
 

@@ -19,8 +19,8 @@ def draw():
         ax = fig.add_subplot()
         for p, color in zip((4, 8), PALETTE, strict=False):
             plain = [bubble_fraction(p, m) for m in fine]
-            # the interleaved schedule runs m in groups of p
-            grouped = [m for m in fine if m % p == 0]
+            # torch's interleaved schedule needs m % max(1, m // p) == 0
+            grouped = [m for m in fine if m % max(1, m // p) == 0]
             inter = [bubble_fraction(p, m, "interleaved", 2) for m in grouped]
             ax.plot(fine, plain, color=color, label=f"p={p}: GPipe and 1F1B")
             ax.plot(

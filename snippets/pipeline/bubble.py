@@ -6,6 +6,22 @@ from snippets.checks import choice, count, number
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 
 
+def interleaved_rounds(stages, microbatches):
+    """The rounds torch.distributed.pipelining's ScheduleInterleaved1F1B
+    (torch 2.13) splits the micro-batches into: max(1, m // p). Each
+    round of m / rounds micro-batches goes through every device's first
+    chunk, then its second, and so on; m must divide into the rounds."""
+    p, m = count("stages", stages), count("microbatches", microbatches)
+    rounds = max(1, m // p)
+    if m % rounds:
+        raise ValueError(
+            f"microbatches must be a multiple of the rounds, max(1, "
+            f"microbatches // stages) = {rounds}, for the interleaved "
+            f"schedule; got {m} on {p} stages"
+        )
+    return rounds
+
+
 def bubble_fraction(stages, microbatches, schedule="gpipe", chunks=1):
     """Idle time of the pipeline as a fraction of the whole step.
 
@@ -13,24 +29,22 @@ def bubble_fraction(stages, microbatches, schedule="gpipe", chunks=1):
     micro-batch slots, out of m + p - 1 (GPipe paper, section 2.3).
     1F1B reorders the work but idles just as long. The interleaved
     schedule gives each device `chunks` = v smaller stages, which cuts
-    the fill and drain to (p - 1) / v slots. It runs the micro-batches
-    in groups of p, so m must be a multiple of p (Megatron-LM 2021,
-    section 2.2.2).
+    the fill and drain to (p - 1) / v slots once m >= p; with fewer
+    micro-batches than stages each missing one adds (v - 1) / v slot
+    (measured on the slot-by-slot schedule, snippets/pipeline/schedule.py).
     """
     count("stages", stages)
     count("microbatches", microbatches)
     choice("schedule", schedule, SCHEDULES)
-    count("chunks", chunks)
-    if schedule != "interleaved" and chunks != 1:
+    v = count("chunks", chunks)
+    if schedule != "interleaved" and v != 1:
         raise ValueError(
             f"chunks must be 1 for schedule {schedule!r}, got {chunks!r}"
         )
-    if schedule == "interleaved" and chunks > 1 and microbatches % stages:
-        raise ValueError(
-            f"microbatches must be a multiple of stages ({stages}) for the "
-            f"interleaved schedule, got {microbatches!r}"
-        )
-    idle = (stages - 1) / chunks
+    idle = stages - 1
+    if schedule == "interleaved" and v > 1:
+        interleaved_rounds(stages, microbatches)
+        idle = (idle + max(0, stages - microbatches) * (v - 1)) / v
     return idle / (microbatches + idle)
 
 
@@ -50,13 +64,11 @@ if __name__ == "__main__":
     # --8<-- [start:demo]
     P = 4
     print(" m  gpipe/1f1b  interleaved v=2  bubble/ideal (gpipe)")
-    for m in (1, 4, 16, 64):
+    for m in (1, 4, 6, 16, 64):
         plain = bubble_fraction(P, m)
-        inter = "-"  # interleaving runs micro-batches in groups of P
-        if m % P == 0:
-            inter = f"{bubble_fraction(P, m, 'interleaved', 2):.1%}"
+        inter = bubble_fraction(P, m, "interleaved", 2)
         print(
-            f"{m:>2}  {plain:10.1%}  {inter:>15}"
+            f"{m:>2}  {plain:10.1%}  {inter:15.1%}"
             f"  {megatron_ratio(plain):20.3f}"
         )
     # --8<-- [end:demo]

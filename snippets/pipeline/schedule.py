@@ -5,6 +5,7 @@ from collections import namedtuple
 from fractions import Fraction
 
 from snippets.checks import choice, count
+from snippets.pipeline.bubble import interleaved_rounds
 
 Slot = namedtuple("Slot", "stage start end kind micro chunk", defaults=[0])
 KINDS = ("gpipe", "1f1b")
@@ -35,23 +36,27 @@ def _one_forward_one_backward(forwards, backwards, warmup):
 
 
 def _interleaved_order(stage, stages, microbatches, chunks):
-    """Interleaved 1F1B (Narayanan et al. 2021, section 2.2.2): the
-    micro-batches go through in groups of p = stages, each group
-    through chunk 0 of every device, then chunk 1, and so on; the
-    backward passes visit the chunks in reverse. A group is always p
-    micro-batches, hence m must be a multiple of p."""
-    group = stages * chunks
+    """Interleaved 1F1B as torch.distributed.pipelining's
+    ScheduleInterleaved1F1B orders it (torch 2.13; Narayanan et al.
+    2021, section 2.2.2, when m is a multiple of p): the micro-batches
+    go through in rounds of g = m / max(1, m // p), each round through
+    chunk 0 of every device, then chunk 1, and so on; the backward
+    passes visit the chunks in reverse. The warm-up runs the forwards
+    that the stages after this one need first."""
+    group = microbatches // interleaved_rounds(stages, microbatches)
+    total = microbatches * chunks
+    done = {"F": [0] * chunks, "B": [0] * chunks}
 
     def unit(k, kind):
-        chunk = (k % group) // stages
+        chunk = (k // group) % chunks
         if kind == "B":
             chunk = chunks - 1 - chunk
-        return (kind, (k // group) * stages + k % stages, chunk)
+        done[kind][chunk] += 1
+        return (kind, done[kind][chunk] - 1, chunk)
 
-    total = microbatches * chunks
     forwards = [unit(k, "F") for k in range(total)]
     backwards = [unit(k, "B") for k in range(total)]
-    warmup = min((stages - 1 - stage) * 2 + (chunks - 1) * stages, total)
+    warmup = min((chunks - 1) * group + 2 * (stages - 1 - stage), total)
     return _one_forward_one_backward(forwards, backwards, warmup)
 
 
@@ -66,7 +71,7 @@ def pipeline_schedule(
     micro-batch on one stage, in any unit. The interleaved schedule
     splits each stage into `chunks` = v pieces of 1/v the time, placed
     around the pipeline (chunk c of stage s is virtual stage c p + s);
-    it needs microbatches to be a multiple of stages.
+    it needs microbatches to divide into interleaved_rounds.
     """
     p = count("stages", stages)
     m = count("microbatches", microbatches)
@@ -78,11 +83,8 @@ def pipeline_schedule(
         raise ValueError(
             f"chunks must be 1 for schedule {schedule!r}, got {chunks!r}"
         )
-    if schedule == "interleaved" and m % p:
-        raise ValueError(
-            f"microbatches must be a multiple of stages for the interleaved"
-            f" schedule, which runs them in groups of {p}; got {m}"
-        )
+    if schedule == "interleaved":
+        interleaved_rounds(p, m)
     last = p * v - 1  # the last virtual stage
     time = {"F": Fraction(forward, v), "B": Fraction(backward, v)}
     todo = [_order(s, p, m, schedule, v) for s in range(p)]
@@ -185,20 +187,24 @@ if __name__ == "__main__":
     # --8<-- [start:demo]
     from snippets.pipeline.bubble import bubble_fraction
 
+    def show(label, p, m, kind, v):
+        slots = pipeline_schedule(p, m, kind, chunks=v)
+        # activations held, in micro-batches' worth of one stage
+        held = ", ".join(f"{peak_in_flight(slots, s) / v:g}" for s in range(p))
+        print(
+            f"{label:>16}: step {float(max(s.end for s in slots)):4.1f},"
+            f" idle {idle_fraction(slots):.4f} (formula"
+            f" {bubble_fraction(p, m, kind, v):.4f}), in flight per"
+            f" stage [{held}]"
+        )
+
     P, M, V = 4, 8, 2
     print(f"{P} stages, {M} micro-batches; a forward takes 1, a backward 2")
     for kind, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", V)):
-        slots = pipeline_schedule(P, M, kind, chunks=v)
-        # activations held, in micro-batches' worth of one stage
-        held = ", ".join(f"{peak_in_flight(slots, s) / v:g}" for s in range(P))
-        print(
-            f"{kind:>11}: step {float(max(s.end for s in slots)):4.1f},"
-            f" idle {idle_fraction(slots):.4f} (formula"
-            f" {bubble_fraction(P, M, kind, v):.4f}), in flight per"
-            f" stage [{held}]"
-        )
+        show(kind, P, M, kind, v)
+    show("interleaved, m=6", P, 6, "interleaved", V)
     try:
-        pipeline_schedule(P, 6, "interleaved", chunks=V)
+        pipeline_schedule(P, 9, "interleaved", chunks=V)
     except ValueError as error:
-        print(f"6 micro-batches, interleaved: ValueError: {error}")
+        print(f"9 micro-batches, interleaved: ValueError: {error}")
     # --8<-- [end:demo]
