@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from snippets.ddp.allreduce import allreduce_bytes
 from snippets.zero.hsdp import hsdp
-from snippets.zero.memory import ALIASES, SHARDED, memory_per_gpu
+from snippets.zero.memory import ALIASES, SHARDED, SYNCS, memory_per_gpu
 from snippets.zero.traffic import COLLECTIVES, comm_bytes
 from tests import lab_inputs as inputs
 from tests.lab_inputs import (
@@ -171,6 +171,42 @@ def test_traffic_under_accumulation(a):
     )
 
 
+@pytest.mark.parametrize("a", [1, 2, 8, 64])
+def test_reducing_once_costs_zero2_and_zero3_their_gradient_shards(a):
+    """sync="step" (FSDP2's set_requires_gradient_sync(False)): one
+    reduce-scatter per step; ZeRO-3 still gathers twice per micro-batch.
+    The price is the whole gradient, held until the last micro-batch."""
+    one = comm_bytes("ddp", B7, 64) / 2
+    for s in ("ddp", "zero1", "zero2"):
+        assert comm_bytes(s, B7, 64, accum_steps=a, sync="step") == 2 * one
+    assert comm_bytes(
+        "zero3", B7, 64, accum_steps=a, sync="step"
+    ) == pytest.approx((2 * a + 1) * one)
+    assert memory_per_gpu("zero2", B7, 64, sync="step") == memory_per_gpu(
+        "zero1", B7, 64
+    )
+    whole = memory_per_gpu("zero3", B7, 64, sync="step")
+    assert whole == pytest.approx(
+        memory_per_gpu("zero3", B7, 64) + 2 * B7 * 63 / 64 / 1e9
+    )
+
+
+def test_fsdp_with_deferred_sync_sends_what_torchrun_measured():
+    """docs/torchrun.md: FSDP on 2 ranks, 2 micro-batches, syncing the
+    last one, sends 2.5 times DDP's bytes (4 gathers, 1 reduce-scatter);
+    reducing both micro-batches it would send 3.0 times."""
+    ddp = comm_bytes("ddp", B7, 2)
+    deferred = comm_bytes("fsdp", B7, 2, accum_steps=2, sync="step")
+    assert deferred / ddp == 2.5
+    assert comm_bytes("fsdp", B7, 2, accum_steps=2) / ddp == 3.0
+
+
+def test_ddp_that_forgets_no_sync_reduces_every_micro_batch():
+    ddp = comm_bytes("ddp", B7, 64)
+    every = comm_bytes("ddp", B7, 64, accum_steps=8, sync="micro-batch")
+    assert every == pytest.approx(8 * ddp)
+
+
 # DeepSpeed 0.19.8's estimators without offload, run on these inputs:
 # estimate_zero2_model_states_mem_needs (2P + 18P/N GPU bytes) and
 # estimate_zero3_model_states_mem_needs (18P/N + 4 x largest layer).
@@ -293,6 +329,18 @@ def test_memory_is_linear_in_the_parameters(psi, n, k):
 # --- bad input -------------------------------------------------------------
 
 STRATEGY = inputs.strategy((*SHARDED, *ALIASES))
+# when gradients are reduced; None (the default) is the stage's own
+SYNC = inputs.Kind(
+    [
+        ("", ValueError),
+        ("every", ValueError),
+        ("Step", ValueError),
+        ("micro_batch", ValueError),
+        (3, TypeError),
+        (b"step", TypeError),
+    ],
+    SYNCS,
+)
 BAD_INPUT = [
     (
         "memory_per_gpu",
@@ -305,6 +353,7 @@ BAD_INPUT = [
             "bytes_param": inputs.POSITIVE,
             "bytes_grad": inputs.POSITIVE,
             "bytes_optim": inputs.NON_NEGATIVE,
+            "sync": SYNC,
         },
     ),
     (
@@ -317,6 +366,7 @@ BAD_INPUT = [
             "world_size": inputs.COUNT,
             "bytes_per_value": inputs.POSITIVE,
             "accum_steps": inputs.COUNT,
+            "sync": SYNC,
         },
     ),
     (

@@ -12,7 +12,8 @@ RUNGS = {
     "tp": "Tensor parallel across the GPUs of the node",
     "3d": (
         "3D: tensor parallel in each node, pipeline across nodes,"
-        " data parallel (ZeRO-1) over the pipelines"
+        " data parallel over the pipelines (ZeRO-1, or FSDP that"
+        " reduces once per step)"
     ),
 }
 # The rules, in the order they are tried: the first question answered

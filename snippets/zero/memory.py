@@ -12,16 +12,33 @@ SHARDED = {
     "zero3": ("optim", "grad", "param"),
 }
 ALIASES = {"fsdp": "zero3"}  # FSDP's full sharding is ZeRO stage 3
+# When the gradients are reduced under gradient accumulation: once per
+# optimizer "step", or after every "micro-batch". By default a stage
+# does what costs it no memory: DDP and ZeRO-1 keep whole gradients
+# and reduce once; ZeRO-2 and ZeRO-3 keep a shard, so they reduce
+# every micro-batch (DeepSpeed always does; FSDP2 unless told not to).
+SYNCS = ("step", "micro-batch")
+DEFAULT_SYNC = {"ddp": "step", "zero1": "step"}
+DEFAULT_SYNC |= {"zero2": "micro-batch", "zero3": "micro-batch"}
 
 
 def memory_per_gpu(
-    strategy, params, world_size, bytes_param=2, bytes_grad=2, bytes_optim=12
+    strategy,
+    params,
+    world_size,
+    bytes_param=2,
+    bytes_grad=2,
+    bytes_optim=12,
+    sync=None,
 ):
     """GB of parameters + gradients + optimizer state held by each rank.
 
     Activations are not counted. The defaults are mixed-precision Adam:
     bf16 parameters and gradients, and K = 12 bytes of fp32 master
-    weights, momentum and variance (ZeRO paper, section 3.1).
+    weights, momentum and variance (ZeRO paper, section 3.1). With
+    sync="step" the gradients wait, whole, for the last micro-batch
+    (FSDP2's set_requires_gradient_sync(False)): ZeRO-2 and ZeRO-3 then
+    hold every gradient until it is reduced.
     """
     choice("strategy", strategy, [*SHARDED, *ALIASES])
     number("params", params)
@@ -29,7 +46,10 @@ def memory_per_gpu(
     number("bytes_param", bytes_param)
     number("bytes_grad", bytes_grad)
     number("bytes_optim", bytes_optim, allow_minimum=True)  # 0: plain SGD
-    sharded = SHARDED[ALIASES.get(strategy, strategy)]
+    stage = ALIASES.get(strategy, strategy)
+    sharded = SHARDED[stage]
+    if sync is not None and choice("sync", sync, SYNCS) == "step":
+        sharded = tuple(kind for kind in sharded if kind != "grad")
     state = {"param": bytes_param, "grad": bytes_grad, "optim": bytes_optim}
     per_param = sum(
         size / world_size if kind in sharded else size
