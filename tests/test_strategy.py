@@ -11,6 +11,7 @@ from snippets.activations.memory import RECOMPUTE, activation_bytes_per_gpu
 from snippets.strategy.choose import RULES, RUNGS, choose_strategy
 from snippets.strategy.plan import plan, shape_from_params
 from snippets.units import GB
+from snippets.zero.fsdp2 import working_set_GB
 from snippets.zero.memory import SHARDED, memory_per_gpu
 from tests import lab_inputs as inputs
 from tests.lab_inputs import (
@@ -105,7 +106,7 @@ LLAMA_13B = {"layers": 40, "hidden": 5120, "heads": 40}
         (13, 64, "none", "zero2"),  # zero1 54.4 + 28.5 > 80
         (70, 64, "none", "tensor/pipeline"),  # activations alone 89.9
         (70, 64, "full", "zero3"),  # 17.5 + 6.5 GB
-        (400, 64, "full", "tensor/pipeline"),  # zero3 alone is 100 GB
+        (400, 64, "full", "tensor/pipeline"),  # zero3 alone is 119 GB
     ],
 )
 def test_plan_picks_the_lowest_rung_that_fits(
@@ -179,7 +180,10 @@ def test_plan_passes_the_byte_convention_through():
     # DeepSpeed's 18 bytes/param: fp32 gradients, 2 + 4 + 12.
     p = plan(B7, 8, 80, bytes_grad=4)
     assert p["per_gpu_GB"]["ddp"] == 126
-    assert p["per_gpu_GB"]["zero3"] == pytest.approx(126 / 8)
+    unit = 12 * shape_from_params(B7)[1] ** 2  # a layer, FSDP's unit
+    assert p["per_gpu_GB"]["zero3"] == pytest.approx(
+        126 / 8 + working_set_GB(unit)
+    )
     assert plan(B7, 8, 80, usable=0.5)["budget_GB"] == 40
 
 
@@ -224,9 +228,11 @@ def test_plan_recommends_the_lowest_rung_that_fits(
         s: memory_per_gpu(s, psi, n, bytes_grad=bg, bytes_optim=bo)
         for s in rungs
     }
-    assert p["per_gpu_GB"] == pytest.approx(need, rel=REL)
     names = ("layers", "hidden", "heads")
     shape = dict(zip(names, shape_from_params(psi), strict=True))
+    # ZeRO-3 with FSDP's working set: 2 gathered layers, 1 gradient
+    need["zero3"] += working_set_GB(12 * shape["hidden"] ** 2)
+    assert p["per_gpu_GB"] == pytest.approx(need, rel=REL)
     act = (
         activation_bytes_per_gpu(
             seq_len=4096,

@@ -7,8 +7,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from snippets.ddp.allreduce import allreduce_bytes
+from snippets.zero.fsdp2 import fsdp2_peak_GB, working_set_GB
 from snippets.zero.hsdp import hsdp
-from snippets.zero.memory import ALIASES, SHARDED, SYNCS, memory_per_gpu
+from snippets.zero.memory import (
+    ALIASES,
+    RECIPES,
+    SHARDED,
+    SYNCS,
+    memory_per_gpu,
+)
 from snippets.zero.traffic import COLLECTIVES, comm_bytes
 from tests import lab_inputs as inputs
 from tests.lab_inputs import (
@@ -285,6 +292,86 @@ def test_byte_convention_is_passed_on():
     )
 
 
+def test_hsdp_reducing_in_fp32_doubles_what_crosses_nodes():
+    """MixedPrecisionPolicy(reduce_dtype=float32), the torchrun page's
+    policy: the cross-node all-reduce moves 4P/G bytes, not 2P/G; the
+    in-node rings move 2 + 2 + 4 bytes per parameter, not 6."""
+    bf16, fp32 = hsdp(B7, 8, 8), hsdp(B7, 8, 8, bytes_reduce=4)
+    assert fp32["inter_node_GB"] == pytest.approx(2 * bf16["inter_node_GB"])
+    assert fp32["intra_node_GB"] == pytest.approx(
+        bf16["intra_node_GB"] * 8 / 6
+    )
+    assert fp32["state_GB"] == bf16["state_GB"]
+
+
+@pytest.mark.parametrize("a", [1, 2, 8])
+def test_hsdp_can_defer_only_its_all_reduce(a):
+    """set_requires_all_reduce(False): the in-node reduce-scatter runs
+    every micro-batch, the all-reduce across nodes once per step."""
+    once = hsdp(B7, 8, 8, accum_steps=a, all_reduce="step")
+    every = hsdp(B7, 8, 8, accum_steps=a)
+    assert once["inter_node_GB"] == hsdp(B7, 8, 8)["inter_node_GB"]
+    assert every["inter_node_GB"] == pytest.approx(a * once["inter_node_GB"])
+    assert once["intra_node_GB"] == every["intra_node_GB"]
+    assert once["intra_node_GB"] == pytest.approx(
+        a * hsdp(B7, 8, 8)["intra_node_GB"]
+    )
+
+
+def test_fsdp2_holds_its_shard_and_three_units():
+    """Default: the sharded 16 bytes, two gathered units (the running
+    one and the prefetched next) and the running unit's gradient, in
+    bf16: 6 bytes per unit parameter, as the planner counts it."""
+    unit = 12 * 4096**2
+    got = fsdp2_peak_GB(B7, 64, unit)
+    assert got == pytest.approx((16 * B7 / 64 + 6 * unit) / 1e9)
+    assert fsdp2_peak_GB(B7, 64, unit, prefetch=2) == pytest.approx(
+        got + 2 * unit / 1e9
+    )
+    assert fsdp2_peak_GB(B7, 64, unit, cpu_offload=True) == pytest.approx(
+        6 * unit / 1e9
+    )
+
+
+def test_a_unit_larger_than_the_model_is_refused():
+    with pytest.raises(ValueError, match="unit_params"):
+        fsdp2_peak_GB(10**9, 8, 2 * 10**9)
+
+
+def test_keeping_units_gathered_holds_the_whole_model():
+    """reshard_after_forward=False: every unit gathered at the turn from
+    forward to backward; an int r keeps 1/r of them."""
+    unit = 12 * 4096**2
+    kept = fsdp2_peak_GB(B7, 64, unit, reshard_after_forward=False)
+    assert kept == pytest.approx((16 * B7 / 64 + 2 * B7 + 2 * unit) / 1e9)
+    node = fsdp2_peak_GB(B7, 64, unit, reshard_after_forward=8)
+    assert node == pytest.approx(
+        fsdp2_peak_GB(B7, 64, unit) + 2 * B7 / 8 / 1e9
+    )
+    assert fsdp2_peak_GB(B7, 64, unit) < node < kept
+
+
+def test_the_sharded_state_is_memory_per_gpu_of_the_fp32_recipe():
+    """16 bytes: fp32 shards, fp32 gradients, Adam's two moments."""
+    unit = 12 * 4096**2
+    state = fsdp2_peak_GB(B7, 64, unit) - 6 * unit / 1e9
+    assert state == pytest.approx(memory_per_gpu("fsdp", B7, 64, 4, 4, 8))
+
+
+def test_recipes_save_at_most_4x_8x_or_2x_4x():
+    """ZeRO-1 and ZeRO-2 cut DDP's state at most by (bp + bg + bo) /
+    (bp + bg) and (bp + bg + bo) / bp: 4 and 8 for the paper's mixed
+    precision, 2 and 4 for fp32 weights and gradients."""
+    limits = {"bf16 + fp32 master": (4, 8), "fp32": (2, 4)}
+    for recipe, sizes in RECIPES.items():
+        ddp = memory_per_gpu("ddp", B7, 10**12, *sizes)
+        cuts = [
+            ddp / memory_per_gpu(s, B7, 10**12, *sizes)
+            for s in ("zero1", "zero2")
+        ]
+        assert cuts == pytest.approx(limits[recipe], rel=1e-9)
+
+
 # --- for any valid input ---------------------------------------------------
 
 
@@ -378,9 +465,59 @@ BAD_INPUT = [
             "gpus_per_node": inputs.COUNT,
             "nodes": inputs.COUNT,
             "bytes_per_grad": inputs.POSITIVE,
+            "bytes_reduce": inputs.Kind(
+                [b for b in inputs.POSITIVE.bad if b[0] is not None]
+            ),
+            "accum_steps": inputs.COUNT,
+            "all_reduce": SYNC,
             # **bytes_per_param, passed on to memory_per_gpu
             "bytes_param": inputs.POSITIVE,
             "bytes_optim": inputs.NON_NEGATIVE,
+        },
+    ),
+]
+
+
+BAD_INPUT += [
+    (
+        "working_set_GB",
+        working_set_GB,
+        {"unit_params": 12 * 4096**2},
+        {
+            "unit_params": inputs.POSITIVE,
+            "prefetch": inputs.Kind(
+                [(c, e) for c, e in inputs.COUNT.bad if c != 0]
+            ),
+            "bytes_gathered": inputs.POSITIVE,
+        },
+    ),
+    (
+        "fsdp2_peak_GB",
+        fsdp2_peak_GB,
+        {"params": B7, "world_size": 64, "unit_params": 12 * 4096**2},
+        {
+            "params": inputs.POSITIVE,
+            "world_size": inputs.COUNT,
+            "unit_params": inputs.POSITIVE,
+            # True, False, or a divisor of world_size other than 1 and it
+            "reshard_after_forward": inputs.Kind(
+                [
+                    (1, ValueError),
+                    (0, ValueError),
+                    (3, ValueError),
+                    (64, ValueError),
+                    (128, ValueError),
+                    (2.0, TypeError),
+                    ("8", TypeError),
+                    (None, TypeError),
+                ]
+            ),
+            "prefetch": inputs.Kind(
+                [(c, e) for c, e in inputs.COUNT.bad if c != 0]
+            ),
+            "cpu_offload": inputs.FLAG,
+            "bytes_state": inputs.POSITIVE,
+            "bytes_gathered": inputs.POSITIVE,
         },
     ),
 ]

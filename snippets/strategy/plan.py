@@ -4,6 +4,7 @@
 from snippets.activations.memory import activation_bytes_per_gpu
 from snippets.checks import count, number
 from snippets.units import GB
+from snippets.zero.fsdp2 import working_set_GB
 from snippets.zero.memory import SHARDED, memory_per_gpu
 
 HEAD_DIM = 128  # hidden size per attention head
@@ -51,7 +52,8 @@ def plan(
     context, communication buffers, fragmentation).
     Returns the chosen strategy ("ddp", "zero1", "zero2", "zero3", or
     "tensor/pipeline" when no data-parallel rung fits), the model state
-    per GPU of every rung, the activations and what they assume.
+    per GPU of every rung (ZeRO-3's with FSDP's working set), the
+    activations and what they assume.
     """
     number("gpu_GB", gpu_GB)
     number("usable", usable)
@@ -83,6 +85,9 @@ def plan(
         s: memory_per_gpu(s, params, world_size, **bytes_per_param)
         for s in SHARDED
     }
+    # ZeRO-3 also holds what FSDP gathers: two layers of 12 h^2 weights
+    # and one layer's gradient.
+    table["zero3"] += working_set_GB(12 * hidden**2)
     fits = [s for s, gb in table.items() if gb + activations <= budget]
     return {
         "strategy": fits[0] if fits else "tensor/pipeline",

@@ -12,6 +12,12 @@ SHARDED = {
     "zero3": ("optim", "grad", "param"),
 }
 ALIASES = {"fsdp": "zero3"}  # FSDP's full sharding is ZeRO stage 3
+# Bytes per parameter as (weight, gradient, optimizer state): the
+# ZeRO paper's mixed precision, 16-bit weights and gradients with fp32
+# master weights, momentum and variance (section 3.1); and fp32
+# weights and gradients with Adam's two fp32 moments, as the torchrun
+# page's script keeps them (FSDP2's fp32 shards are the master copy).
+RECIPES = {"bf16 + fp32 master": (2, 2, 12), "fp32": (4, 4, 8)}
 # When the gradients are reduced under gradient accumulation: once per
 # optimizer "step", or after every "micro-batch". By default a stage
 # does what costs it no memory: DDP and ZeRO-1 keep whole gradients
@@ -79,12 +85,21 @@ if __name__ == "__main__":
     # --8<-- [end:paper]
 
     # --8<-- [start:limits]
-    # How many times less than DDP each stage stores, as N grows.
-    print(f"{'N':>5} {'zero1':>6} {'zero2':>6} {'zero3':>6}")
-    for n in (8, 64, 1024):
-        ddp = memory_per_gpu("ddp", 1, n)
-        cuts = [
-            ddp / memory_per_gpu(s, 1, n) for s in ("zero1", "zero2", "zero3")
-        ]
-        print(f"{n:>5} " + " ".join(f"{c:6.2f}" for c in cuts))
+    # How many times less than DDP each stage stores, as N grows, for
+    # each recipe of bytes per parameter (weight, gradient, optimizer),
+    # and the limit: what a stage can never shard stays on every GPU.
+    for recipe, (bp, bg, bo) in RECIPES.items():
+        print(f"{recipe}, {bp} + {bg} + {bo} bytes:")
+        print(f"{'N':>6} {'zero1':>6} {'zero2':>6} {'zero3':>6}")
+        for n in (8, 64, 1024):
+            ddp = memory_per_gpu("ddp", 1, n, bp, bg, bo)
+            cuts = [
+                ddp / memory_per_gpu(s, 1, n, bp, bg, bo)
+                for s in ("zero1", "zero2", "zero3")
+            ]
+            print(f"{n:>6} " + " ".join(f"{c:6.2f}" for c in cuts))
+        total = bp + bg + bo
+        print(
+            f"{'limit':>6} {total / (bp + bg):6.2f} {total / bp:6.2f}      N"
+        )
     # --8<-- [end:limits]
