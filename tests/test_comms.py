@@ -16,7 +16,13 @@ from snippets.comms.alphabeta import (
 )
 from snippets.comms.cost import LINKS_GBps, comms_cost
 from snippets.comms.law import crossover_tokens_per_gpu
-from snippets.comms.links import ring_bandwidth_GBps
+from snippets.comms.links import (
+    NETWORK_HOP_US,
+    NVLINK_HOP_US,
+    REACHED_GBps,
+    ring_bandwidth_GBps,
+    ring_latency_s,
+)
 from snippets.comms.overlap import MiB, ddp_step_time
 from snippets.ddp.allreduce import allreduce_bytes
 from tests import lab_inputs as inputs
@@ -299,6 +305,24 @@ BAD_INPUT = [
             "nvlink_GBps": inputs.POSITIVE,
             "nics_per_node": inputs.COUNT,
             "nic_GBps": inputs.POSITIVE,
+            # a divisor of gpus_per_node, at most world_size; None: flat
+            "per_node": inputs.Kind(
+                [
+                    *[c for c in inputs.COUNT.bad if c[0] is not None],
+                    (3, ValueError),
+                    (16, ValueError),
+                ]
+            ),
+        },
+    ),
+    (
+        "ring_latency_s",
+        ring_latency_s,
+        {"kind": "all_gather", "world_size": 1024, "per_node": 8},
+        {
+            "kind": inputs.choice(COLLECTIVES),
+            "world_size": inputs.Kind([(1, ValueError), *inputs.COUNT.bad]),
+            "per_node": inputs.COUNT,
         },
     ),
     (
@@ -331,6 +355,7 @@ BAD_INPUT = [
             "bytes_per_grad": inputs.POSITIVE,
             "bucket_MB": inputs.POSITIVE,
             "backward_share": inputs.POSITIVE,
+            "embedding_params": inputs.NON_NEGATIVE,
         },
     ),
 ]
@@ -466,3 +491,59 @@ BAD_INPUT += [
 
 
 TestBadInput = inputs.bad_input_tests(BAD_INPUT, "comms")
+
+
+def test_the_embedding_gradient_is_the_last_bucket():
+    """DDP does not split a tensor across buckets: with a 128K-token
+    embedding of width 4096 (1.05 GB in bf16) the exposed tail is that
+    gradient's share of the all-reduce, not 25 MiB's."""
+    emb = 128_256 * 4096
+    plain = ddp_step_time(B7, 64, F, 368)
+    tail = ddp_step_time(B7, 64, F, 368, embedding_params=emb)
+    assert plain["exposed_s"] == pytest.approx(
+        plain["comms_s"] * 25 * MiB / (2 * B7)
+    )
+    assert tail["exposed_s"] == pytest.approx(tail["comms_s"] * emb / B7)
+    small = ddp_step_time(B7, 64, F, 368, embedding_params=1000)
+    assert small["exposed_s"] == plain["exposed_s"]
+
+
+def test_groups_with_one_gpu_per_node_share_the_nics():
+    """TP 8 fills each node: 8 data-parallel rings, one GPU per node
+    each, cross the network at once and split its 8 NICs; a flat ring
+    over all 64 has them to itself (what NCCL reaches: 370 and 46)."""
+    node = (8, 370, 8, 46)
+    assert ring_bandwidth_GBps(64, *node) == 368
+    assert ring_bandwidth_GBps(8, *node, per_node=1) == 46
+    assert ring_bandwidth_GBps(16, *node, per_node=2) == 92
+    assert ring_bandwidth_GBps(64, *node, per_node=8) == 368
+    # one NIC per node: each of 8 one-GPU-per-node rings gets an eighth
+    assert ring_bandwidth_GBps(8, 8, 370, 1, 46, per_node=1) == 46 / 8
+
+
+def test_reached_is_below_the_line_rate():
+    """nccl-tests #212, #149, #290, #119: 370 of 450, 230 of 300, 46 of
+    50, 24 of 25 and 12 of 12.5 GB/s."""
+    line = {"nvlink4": 450, "nvlink3": 300, "ndr": 50, "hdr": 25}
+    line["100gbe"] = 12.5
+    assert REACHED_GBps == {
+        "nvlink4": 370,
+        "nvlink3": 230,
+        "ndr": 46,
+        "hdr": 24,
+        "100gbe": 12,
+    }
+    for link, rate in line.items():
+        assert REACHED_GBps[link] < rate
+
+
+def test_ring_latency_is_ncclS_hops():
+    """NCCL's tuning model: per ring step 3.4 us over NVLink, 9.6 us
+    between nodes; an all-gather over 1,024 GPUs in 128 nodes takes
+    1,023 steps, 127 of them between nodes: 4.27 ms."""
+    assert (NVLINK_HOP_US, NETWORK_HOP_US) == (3.4, 9.6)
+    t = ring_latency_s("all_gather", 1024, 8)
+    assert t == pytest.approx((127 * 9.6 + 896 * 3.4) * 1e-6)
+    assert f"{t * 1e3:.2f}" == "4.27"
+    assert ring_latency_s("all_reduce", 1024, 8) == pytest.approx(2 * t)
+    assert ring_latency_s("reduce_scatter", 8, 8) == pytest.approx(7 * 3.4e-6)

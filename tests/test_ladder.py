@@ -5,8 +5,8 @@ import inspect
 
 import pytest
 
-from snippets.comms.links import ring_bandwidth_GBps
-from snippets.ladder.planner import FLOPS, plan_at_scale
+from snippets.comms.links import ring_bandwidth_GBps, ring_latency_s
+from snippets.ladder.planner import FLOPS, NVLINK_GBps, plan_at_scale
 from snippets.strategy.plan import plan, shape_from_params
 from tests import lab_inputs as inputs
 
@@ -14,32 +14,46 @@ BATCH = 2**22
 F = 989 * 0.40
 
 
-def ratio_by_hand(params, n, ring_GBps, flops, traffic=1.0):
+def ratio_by_hand(params, n, ring_GBps, flops, traffic=1.0, latency=0.0):
     compute = flops * params * (BATCH // n) / (F * 1e12)
     comms = 2 * (n - 1) / n * 2 * params / (ring_GBps * 1e9)
-    return traffic * comms / compute
+    return (traffic * comms + latency) / compute
+
+
+def zero3_latency(billions, n, micro):
+    """3 collectives per layer and micro-batch, each a ring's latency."""
+    layers = shape_from_params(billions * 10**9)[0]
+    return 3 * layers * micro * ring_latency_s("all_gather", n, 8)
 
 
 @pytest.mark.parametrize(
-    ("nics", "ring", "risk"), [(8, 400, "low"), (1, 50, "high")]
+    ("nics", "ring", "own", "risk"),
+    [(8, 368, 46, "low to high"), (1, 46, 5.75, "high")],
 )
-def test_400b_on_1024_gpus_depends_on_the_nics(nics, ring, risk):
+def test_400b_on_1024_gpus_depends_on_the_nics(nics, ring, own, risk):
     """ZeRO-3 with full recomputation; 4096 tokens per GPU. Eight NDR
-    NICs per node give the rings 400 GB/s, one gives 50."""
+    NICs per node give a flat ring 368 GB/s (what NCCL reaches), one
+    gives 46; each GPU on its own share of them gets 46 or 5.75. The
+    ring's latency is paid 3 x 127 times."""
     p = plan_at_scale(400 * 10**9, 1024, BATCH, nics)
     assert p["rung"] == "zero3"
     assert p["recompute"] == "full"
     assert p["interconnect_GBps"] == ring
-    expected = ratio_by_hand(400 * 10**9, 1024, ring, 8, traffic=1.5)
-    assert p["comms_over_compute"] == pytest.approx(expected)
+    assert p["own_nic_GBps"] == own
+    latency = zero3_latency(400, 1024, 1)
+    for key, bw in (
+        ("comms_over_compute", ring),
+        ("comms_over_compute_own_nic", own),
+    ):
+        expected = ratio_by_hand(400 * 10**9, 1024, bw, 8, 1.5, latency)
+        assert p[key] == pytest.approx(expected)
     assert p["risk"] == risk
-    assert f"{p['comms_over_compute']:.3f}" == {8: "0.181", 1: "1.447"}[nics]
 
 
 def test_one_node_runs_on_nvlink_whatever_the_nics():
     for nics in (1, 8):
         p = plan_at_scale(7 * 10**9, 8, BATCH, nics)
-        assert p["interconnect_GBps"] == 450
+        assert p["interconnect_GBps"] == NVLINK_GBps == 370
         assert p["rung"] == "zero1"
 
 
@@ -47,7 +61,7 @@ def test_bandwidth_is_the_ring_model():
     for nics, nic in ((8, 50), (1, 50), (4, 25), (1, 12.5)):
         p = plan_at_scale(13 * 10**9, 32, BATCH, nics, nic)
         assert p["interconnect_GBps"] == ring_bandwidth_GBps(
-            32, 8, 450, nics, nic
+            32, 8, NVLINK_GBps, nics, nic
         )
 
 
@@ -84,7 +98,8 @@ def test_medium_means_the_last_backward_pass_can_hide_the_all_reduce(
         want = (
             "low" if ratio < 0.5 else "medium" if ratio in medium else "high"
         )
-        assert p["risk"] == want
+        # the flat ring's risk; each GPU on its own NIC share is worse
+        assert p["risk"].split(" to ")[0] == want
 
 
 @pytest.mark.parametrize(
@@ -104,7 +119,10 @@ def test_sharded_rungs_pay_for_every_micro_batch(
     assert p["rung"] == rung
     assert BATCH // gpus // 4096 == micro
     flops = FLOPS[p["recompute"]]
-    expected = ratio_by_hand(billions * 10**9, gpus, 50, flops, traffic)
+    latency = zero3_latency(billions, gpus, micro) if rung == "zero3" else 0
+    expected = ratio_by_hand(
+        billions * 10**9, gpus, 46, flops, traffic, latency
+    )
     assert p["comms_over_compute"] == pytest.approx(expected)
 
 
@@ -114,7 +132,7 @@ def test_zero3_overlaps_in_both_passes():
     p = plan_at_scale(
         70 * 10**9, 128, BATCH, 1, tflops_per_gpu=0.9 / per_tflop
     )
-    assert p["rung"] == "zero3" and p["risk"] == "medium"
+    assert p["rung"] == "zero3" and p["risk"].startswith("medium")
 
 
 def test_no_rung_leaves_the_risk_to_the_layout():

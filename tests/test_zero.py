@@ -16,6 +16,7 @@ from snippets.zero.memory import (
     SYNCS,
     memory_per_gpu,
 )
+from snippets.zero.scale import zero3_seconds
 from snippets.zero.traffic import COLLECTIVES, comm_bytes
 from tests import lab_inputs as inputs
 from tests.lab_inputs import (
@@ -372,6 +373,22 @@ def test_recipes_save_at_most_4x_8x_or_2x_4x():
         assert cuts == pytest.approx(limits[recipe], rel=1e-9)
 
 
+def test_zero3_at_scale_is_bytes_over_the_ring_and_3l_latencies():
+    """GPT-3 175B on 1,536 A100s in DGX nodes (8 HDR NICs, what NCCL
+    reaches): a flat ring at 8 x 24 = 192 GB/s; each GPU alone, 24."""
+    args = (174.6e9, 96, 1536, 8, 230, 8, 24)
+    flat = zero3_seconds(*args)
+    sent = comm_bytes("zero3", 174.6e9, 1536)
+    assert flat["bytes_s"] == pytest.approx(sent / 192)
+    steps = (191 * 9.6 + 1344 * 3.4) * 1e-6  # 192 nodes, 1,535 steps
+    assert flat["latency_s"] == pytest.approx(3 * 96 * steps)
+    alone = zero3_seconds(*args, per_node=1)
+    assert alone["bytes_s"] == pytest.approx(sent / 24)
+    assert alone["latency_s"] == pytest.approx(3 * 96 * 1535 * 9.6e-6)
+    two = zero3_seconds(*args, microbatches=2)
+    assert two["latency_s"] == pytest.approx(2 * flat["latency_s"])
+
+
 # --- for any valid input ---------------------------------------------------
 
 
@@ -518,6 +535,37 @@ BAD_INPUT += [
             "cpu_offload": inputs.FLAG,
             "bytes_state": inputs.POSITIVE,
             "bytes_gathered": inputs.POSITIVE,
+        },
+    ),
+]
+
+
+BAD_INPUT += [
+    (
+        "zero3_seconds",
+        zero3_seconds,
+        {
+            "params": 174.6e9,
+            "layers": 96,
+            "world_size": 1536,
+            "gpus_per_node": 8,
+            "nvlink_GBps": 230,
+            "nics_per_node": 8,
+            "nic_GBps": 24,
+        },
+        {
+            "params": inputs.POSITIVE,
+            "layers": inputs.COUNT,
+            "world_size": inputs.COUNT,
+            "gpus_per_node": inputs.COUNT,
+            "nvlink_GBps": inputs.POSITIVE,
+            "nics_per_node": inputs.COUNT,
+            "nic_GBps": inputs.POSITIVE,
+            "microbatches": inputs.COUNT,
+            "bytes_per_value": inputs.POSITIVE,
+            "per_node": inputs.Kind(
+                [c for c in inputs.COUNT.bad if c[0] is not None]
+            ),
         },
     ),
 ]

@@ -11,12 +11,12 @@ from course.charts._svg import (
     style,
     text_box,
 )
-from snippets.comms.cost import LINKS_GBps, comms_cost
+from snippets.comms.cost import REACHED, comms_cost
 from snippets.walls.walls import FLOPS_PER_PARAM_TOKEN
 
 
 def draw():
-    link = LINKS_GBps["InfiniBand HDR, 200 Gb/s"]
+    link = REACHED["InfiniBand HDR, 200 Gb/s"]
     share = FLOPS_PER_PARAM_TOKEN["forward"] / sum(
         FLOPS_PER_PARAM_TOKEN.values()
     )

@@ -36,7 +36,7 @@ def crossover_tokens_per_gpu(
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
-    from snippets.comms.cost import LINKS_GBps
+    from snippets.comms.cost import REACHED
 
     TFLOPS = 989 * 0.40  # an H100 at 40% of its dense bf16 peak
     print(f"F = {TFLOPS:.1f} TFLOP/s, bf16 gradients.")
@@ -44,7 +44,7 @@ if __name__ == "__main__":
     print()
     print("| link | GPUs (N) | compute-bound above, tokens per GPU |")
     print("| --- | ---: | ---: |")
-    for link, bw in LINKS_GBps.items():
+    for link, bw in REACHED.items():  # at what NCCL reaches
         n = 8 if link.startswith("NVLink") else 64  # NVLink: one node
         tokens = crossover_tokens_per_gpu(TFLOPS, bw, n)
         print(f"| {link} | {n} | {tokens:,.0f} |")
@@ -54,7 +54,7 @@ if __name__ == "__main__":
     from snippets.comms.cost import comms_cost
 
     for billions in (1, 7, 70):
-        r = comms_cost(billions * 10**9, 64, TFLOPS, 50, tokens_per_gpu=8192)
+        r = comms_cost(billions * 10**9, 64, TFLOPS, 46, tokens_per_gpu=8192)
         print(
             f"{billions:>2}B: compute / all-reduce = "
             f"{r['compute_s'] / r['comms_s']:.4f}"

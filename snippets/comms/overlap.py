@@ -15,6 +15,7 @@ def ddp_step_time(
     bytes_per_grad=2,
     bucket_MB=25,
     backward_share=2 / 3,
+    embedding_params=0,
 ):
     """Seconds of one DDP step when buckets overlap the backward pass.
 
@@ -24,7 +25,10 @@ def ddp_step_time(
     backward pass ends: its all-reduce is always exposed. The other
     buckets are exposed only for the part that outlasts the backward:
     exposed = last + max(0, comms - last - backward).
-    bucket_MB is DDP's bucket_cap_mb (default 25, in MiB).
+    bucket_MB is DDP's bucket_cap_mb (default 25, in MiB). The input
+    embedding's gradient arrives last, and DDP cannot split one tensor
+    across buckets: with embedding_params weights the last bucket holds
+    at least their gradient.
     """
     r = comms_cost(
         params,
@@ -36,12 +40,14 @@ def ddp_step_time(
     )
     number("bucket_MB", bucket_MB)
     number("backward_share", backward_share)
+    number("embedding_params", embedding_params, allow_minimum=True)
     if backward_share > 1:
         raise ValueError(
             f"backward_share must be <= 1, got {backward_share!r}"
         )
     backward = r["compute_s"] * backward_share
-    last = r["comms_s"] * min(1, bucket_MB * MiB / (params * bytes_per_grad))
+    tail = max(bucket_MB * MiB, embedding_params * bytes_per_grad)
+    last = r["comms_s"] * min(1, tail / (params * bytes_per_grad))
     exposed = last + max(0, r["comms_s"] - last - backward)
     return {
         "compute_s": r["compute_s"],
@@ -58,16 +64,26 @@ def ddp_step_time(
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
-    from snippets.comms.cost import LINKS_GBps
+    from snippets.comms.cost import REACHED
+    from snippets.comms.links import ring_bandwidth_GBps
 
     TFLOPS = 989 * 0.40
-    print("| link | all-reduce | last bucket | exposed | step | no overlap |")
+    EMBEDDING = 128_256 * 4_096  # a 128K vocabulary, Llama 3's, at h 4096
+    LINKS = {"8 NDR NICs per node": ring_bandwidth_GBps(64, 8, 370, 8, 46)}
+    LINKS |= {name: REACHED[name] for name in list(REACHED)[2:]}
+    print(
+        "| link | all-reduce | exposed, 25 MiB last | exposed, embedding"
+        " last | step | no overlap |"
+    )
     print("| --- | --- | --- | --- | --- | --- |")
-    for link in list(LINKS_GBps)[2:]:  # the links between nodes
-        r = ddp_step_time(7_000_000_000, 64, TFLOPS, LINKS_GBps[link])
+    for link, bw in LINKS.items():
+        plain = ddp_step_time(7_000_000_000, 64, TFLOPS, bw)
+        r = ddp_step_time(
+            7_000_000_000, 64, TFLOPS, bw, embedding_params=EMBEDDING
+        )
         cells = (
             r["comms_s"],
-            r["last_bucket_s"],
+            plain["exposed_s"],
             r["exposed_s"],
             r["step_s"],
             r["compute_s"] + r["comms_s"],
@@ -75,4 +91,8 @@ if __name__ == "__main__":
         print(f"| {link} | " + " | ".join(f"{c:.4f}" for c in cells) + " |")
     compute, backward = r["compute_s"], r["backward_s"]
     print(f"\nCompute {compute:.4f} s, of it backward {backward:.4f} s.")
+    print(
+        f"Embedding gradient {EMBEDDING * 2 / 1e6:,.0f} MB in bf16, against"
+        f" a 25 MiB bucket ({25 * MiB / 1e6:.1f} MB)"
+    )
     # --8<-- [end:demo]

@@ -38,17 +38,27 @@ def first_comms_bound(params, batch_tokens, tflops, link_GBps, max_gpus):
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
-    from snippets.comms.cost import LINKS_GBps
+    from snippets.comms.cost import REACHED
 
-    P, TOKENS = 7_000_000_000, 2**18  # 64 sequences of 4,096 tokens
+    P, TOKENS, SEQ = 7_000_000_000, 2**18, 4096  # 64 sequences
+    CEILING = TOKENS // SEQ  # data parallelism: one sequence per GPU
     TFLOPS = 989 * 0.40  # H100 dense bf16 peak x 40% utilisation
-    IB = LINKS_GBps["InfiniBand NDR, 400 Gb/s"]
-    print(f"global batch {TOKENS:,} tokens; ring at {IB} GB/s one way")
+    IB = REACHED["InfiniBand NDR, 400 Gb/s"]  # what NCCL reaches
+    print(
+        f"global batch {TOKENS:,} tokens, {CEILING} sequences;"
+        f" ring at {IB} GB/s one way"
+    )
     print("seconds per step:")
     print("   N  compute    comms  compute+comms  speed-up")
     alone = step_times(P, 1, TOKENS, TFLOPS, IB)[0]
     for e in range(9):
         g = 2**e
+        if g > CEILING:
+            print(
+                f"{g:>4}  past the batch ceiling: {TOKENS // g:,} tokens"
+                " per GPU, less than one sequence"
+            )
+            continue
         compute, comms = step_times(P, g, TOKENS, TFLOPS, IB)
         mark = "  <- comms > compute" if comms > compute else ""
         step = compute + comms
@@ -58,13 +68,15 @@ if __name__ == "__main__":
         )
     from snippets.comms.links import ring_bandwidth_GBps
 
+    NVLINK = REACHED["NVLink 4 (H100, one node)"]
     RINGS = {  # one-way GB/s a ring gets on nodes of 8 GPUs
         "NDR IB, 1 NIC per node": IB,
-        "100 GbE, 1 NIC per node": LINKS_GBps["Ethernet, 100 Gb/s"],
-        "10 GbE, 1 NIC per node": LINKS_GBps["Ethernet, 10 Gb/s"],
-        "NDR IB, 1 NIC per GPU": ring_bandwidth_GBps(64, 8, 450, 8, IB),
+        "100 GbE, 1 NIC per node": REACHED["Ethernet, 100 Gb/s"],
+        "10 GbE, 1 NIC per node": REACHED["Ethernet, 10 Gb/s"],
+        "NDR IB, 1 NIC per GPU": ring_bandwidth_GBps(64, 8, NVLINK, 8, IB),
     }
     for link, bw in RINGS.items():
-        g = first_comms_bound(P, TOKENS, TFLOPS, bw, 4096)
-        print(f"{link:<25} {bw:>5} GB/s: first comms-bound N = {g}")
+        g = first_comms_bound(P, TOKENS, TFLOPS, bw, CEILING)
+        where = f"N = {g}" if g else f"none up to the ceiling, {CEILING}"
+        print(f"{link:<25} {bw:>5g} GB/s: first comms-bound {where}")
     # --8<-- [end:demo]

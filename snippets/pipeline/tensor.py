@@ -41,8 +41,14 @@ def tp_layer_seconds(
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
+    from snippets.comms.links import REACHED_GBps as R
+
     TFLOPS = 989 * 0.40  # an H100 at 40% of its dense bf16 peak
-    LINKS = {"NVLink 4, inside a node": 450, "one NDR NIC per GPU": 50}
+    # At what NCCL reaches on each (snippets/comms/links.py).
+    LINKS = {
+        "NVLink 4, inside a node": R["nvlink4"],
+        "one NDR NIC per GPU": R["ndr"],
+    }
     print(
         "| layer, t = 8, s = 4096, b = 1 | MB sent | link | compute, ms"
         " | all-reduces, ms |"
@@ -53,7 +59,8 @@ if __name__ == "__main__":
         for link, bw in LINKS.items():
             compute, comms = tp_layer_seconds(4096, 1, h, 8, TFLOPS, bw)
             print(
-                f"| h = {h} | {sent:.1f} | {link} | {compute * 1e3:.2f}"
+                f"| h = {h} | {sent:.1f} | {link}, {bw:g} GB/s"
+                f" | {compute * 1e3:.2f}"
                 f" | {comms * 1e3:.2f} |"
             )
     # --8<-- [end:demo]

@@ -59,6 +59,7 @@ def hsdp(
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
+    from snippets.comms.links import REACHED_GBps as R
     from snippets.comms.links import ring_bandwidth_GBps
 
     P, G, NODES = 7_000_000_000, 8, 8  # 7B on 64 GPUs
@@ -90,13 +91,16 @@ if __name__ == "__main__":
     z3 = rows["ZeRO-3 over all 64, fp32 reduce"]["intra_node_GB"]
     h = rows["HSDP, fp32 reduce"]
     for nics, label in ((8, "8 NDR NICs"), (1, "1 NDR NIC")):
-        flat = z3 / ring_bandwidth_GBps(64, G, 450, nics, 50)
-        # HSDP runs G rings across the nodes at once, one per shard:
-        # they share the node's NICs. The rest stays on NVLink, a
+        # ZeRO-3: one flat ring over all 64. HSDP: 8 rings across the
+        # nodes at once, one GPU per node each (the GPUs that hold the
+        # same shard), sharing the NICs; the rest on NVLink, a
         # different link: FSDP2 can run both at the same time.
-        per_gpu = min(450, nics * 50 / G)
-        inside = h["intra_node_GB"] / 450
-        across = h["inter_node_GB"] / per_gpu
+        node = (G, R["nvlink4"], nics, R["ndr"])
+        flat = z3 / ring_bandwidth_GBps(G * NODES, *node)
+        inside = h["intra_node_GB"] / ring_bandwidth_GBps(G, *node)
+        across = h["inter_node_GB"] / ring_bandwidth_GBps(
+            NODES, *node, per_node=1
+        )
         print(
             f"| {label} per node | {flat:.3f} | {inside + across:.3f}"
             f" | {max(inside, across):.3f} |"
