@@ -6,7 +6,9 @@ import inspect
 import pytest
 
 from snippets.comms.links import ring_bandwidth_GBps, ring_latency_s
+from snippets.ladder.comms_wall import first_comms_bound
 from snippets.ladder.planner import FLOPS, NVLINK_GBps, plan_at_scale
+from snippets.ladder.split import which_split
 from snippets.strategy.plan import plan, shape_from_params
 from tests import lab_inputs as inputs
 
@@ -150,6 +152,20 @@ def test_batch_must_split_into_whole_sequences():
         plan_at_scale(10**9, 8, 4096 * 8 + 8)
     with pytest.raises(ValueError, match="world_size"):
         plan_at_scale(10**9, 3, BATCH)
+
+
+def test_the_batch_ceiling_sends_jobs_to_model_parallelism():
+    split, _ = which_split("more GPUs than the batch has micro-batches")
+    assert split == "tensor or pipeline parallel"
+    assert which_split("one layer too big")[0] == "tensor parallel"
+
+
+def test_the_comms_wall_is_looked_for_below_the_ceiling():
+    """64 sequences: with 8 NICs per node no N up to 64 is comms-bound;
+    with one NIC per node the wall is at 64."""
+    tokens, tflops = 2**18, 989 * 0.40
+    assert first_comms_bound(7e9, tokens, tflops, 368, 64) is None
+    assert first_comms_bound(7e9, tokens, tflops, 46, 64) == 64
 
 
 BAD_INPUT = [

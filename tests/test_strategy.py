@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from snippets.activations.memory import RECOMPUTE, activation_bytes_per_gpu
+from snippets.strategy.ceiling import batch_ceiling
 from snippets.strategy.choose import RULES, RUNGS, choose_strategy
 from snippets.strategy.plan import plan, shape_from_params
 from snippets.units import GB
@@ -296,6 +297,7 @@ BAD_INPUT = [
             "layers": inputs.OPTIONAL_COUNT,
             "hidden": inputs.OPTIONAL_COUNT,
             "heads": inputs.OPTIONAL_COUNT,
+            "batch_tokens": inputs.OPTIONAL_COUNT,
             # **bytes_per_param, passed on to memory_per_gpu
             "bytes_param": inputs.POSITIVE,
             "bytes_grad": inputs.POSITIVE,
@@ -305,7 +307,53 @@ BAD_INPUT = [
 ]
 
 
+BAD_INPUT += [
+    (
+        "batch_ceiling",
+        batch_ceiling,
+        {"gpus": 16_384, "batch_tokens": 2**24, "seq_len": 8192},
+        {
+            "gpus": inputs.COUNT,
+            "batch_tokens": inputs.COUNT,
+            "seq_len": inputs.COUNT,
+            "micro_batch": inputs.COUNT,
+            "microbatches": inputs.COUNT,
+        },
+    ),
+]
+
+
 TestBadInput = inputs.bad_input_tests(BAD_INPUT, "strategy")
+
+
+def test_llama3_405b_is_pushed_to_128_gpus_per_replica():
+    """Llama 3 Table 4: 16M tokens (2,048 sequences of 8,192) on 16,384
+    GPUs, 1,024 tokens each: at least 8 GPUs per replica, and 128 with
+    16 micro-batches for 16 pipeline stages: TP 8 x PP 16, DP 128. At
+    128K tokens, 2,048 per replica: TP 8 x CP 16 x PP 16, DP 8."""
+    one = batch_ceiling(16_384, 2**24, 8192)
+    assert one == {
+        "tokens_per_gpu": 1024,
+        "max_dp": 2048,
+        "min_model_parallel": 8,
+    }
+    pipe = batch_ceiling(16_384, 2**24, 8192, microbatches=16)
+    assert (pipe["max_dp"], pipe["min_model_parallel"]) == (128, 8 * 16)
+    long = batch_ceiling(16_384, 2**24, 131_072, microbatches=16)
+    assert (long["max_dp"], long["min_model_parallel"]) == (8, 8 * 16 * 16)
+
+
+def test_a_batch_of_partial_micro_batches_is_refused():
+    with pytest.raises(ValueError, match="batch_tokens"):
+        batch_ceiling(8, 4096 * 8 + 1, 4096)
+
+
+def test_plan_sends_jobs_past_the_ceiling_to_model_parallelism():
+    fits = plan(B7, 1024, 80, batch_tokens=2**22)
+    past = plan(B7, 2048, 80, batch_tokens=2**22)
+    assert fits["strategy"] == "zero1"
+    assert past["strategy"] == "tensor/pipeline"
+    assert past["per_gpu_GB"]["zero1"] < 80  # it fits, but has no work
 
 
 def test_plan_passes_on_byte_sizes_that_have_rows_of_their_own():

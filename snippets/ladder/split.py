@@ -16,6 +16,10 @@ SPLITS = {
         "pipeline parallel",
         "the stack of layers; only activations cross the network",
     ),
+    "more GPUs than the batch has micro-batches": (
+        "tensor or pipeline parallel",
+        "each replica over several GPUs; the batch feeds fewer replicas",
+    ),
     "one layer too big": (
         "tensor parallel",
         "the matrices inside a layer; each GPU keeps a slice",

@@ -3,6 +3,7 @@
 # --8<-- [start:model]
 from snippets.activations.memory import activation_bytes_per_gpu
 from snippets.checks import count, number
+from snippets.strategy.ceiling import batch_ceiling
 from snippets.units import GB
 from snippets.zero.fsdp2 import working_set_GB
 from snippets.zero.memory import SHARDED, memory_per_gpu
@@ -38,6 +39,7 @@ def plan(
     layers=None,
     hidden=None,
     heads=None,
+    batch_tokens=None,
     **bytes_per_param,
 ):
     """The lowest rung whose model state and activations fit the card.
@@ -49,7 +51,10 @@ def plan(
     model's shape is layers, hidden and heads; left out, it comes from
     shape_from_params. `usable` is the share of the card the job may
     fill; lower it to keep room for what neither count holds (CUDA
-    context, communication buffers, fragmentation).
+    context, communication buffers, fragmentation). With batch_tokens,
+    the global batch in tokens, a job whose GPUs outnumber its
+    micro-batches cannot be data parallel at all (batch_ceiling): it
+    goes to "tensor/pipeline" whatever its memory.
     Returns the chosen strategy ("ddp", "zero1", "zero2", "zero3", or
     "tensor/pipeline" when no data-parallel rung fits), the model state
     per GPU of every rung (ZeRO-3's with FSDP's working set), the
@@ -89,6 +94,10 @@ def plan(
     # and one layer's gradient.
     table["zero3"] += working_set_GB(12 * hidden**2)
     fits = [s for s, gb in table.items() if gb + activations <= budget]
+    if batch_tokens is not None:
+        ceiling = batch_ceiling(world_size, batch_tokens, seq_len, micro_batch)
+        if ceiling["min_model_parallel"] > 1:
+            fits = []  # fewer micro-batches than GPUs
     return {
         "strategy": fits[0] if fits else "tensor/pipeline",
         "budget_GB": budget,
@@ -110,12 +119,25 @@ if __name__ == "__main__":
         (70, 64, "none"),
         (70, 64, "full"),
         (400, 64, "full"),
+        (7, 2048, "none"),
     )
+    BATCH = 2**22  # tokens per step: 1,024 sequences of 4,096
     plans = [
-        (billions, gpus, plan(billions * 10**9, gpus, gpu_GB=80, recompute=r))
+        (
+            billions,
+            gpus,
+            plan(
+                billions * 10**9,
+                gpus,
+                gpu_GB=80,
+                recompute=r,
+                batch_tokens=BATCH,
+            ),
+        )
         for billions, gpus, r in CASES
     ]
-    print("80 GB cards, one 4096-token sequence per GPU, FlashAttention.")
+    print("80 GB cards, one 4096-token sequence per GPU, FlashAttention;")
+    print(f"a global batch of {BATCH:,} tokens.")
     print()
     print("Model state per GPU, in GB, at each rung:")
     print()
