@@ -5,6 +5,7 @@ import pytest
 
 from snippets.walls.walls import (
     H100_MiB,
+    flops_per_token,
     megatron_model_share,
     state_GB,
     training_days,
@@ -103,4 +104,33 @@ BAD_INPUT = [
 ]
 
 
+BAD_INPUT += [
+    (
+        "flops_per_token",
+        flops_per_token,
+        {"params": B7, "layers": 32, "hidden": 4096, "seq_len": 4096},
+        {
+            "params": inputs.POSITIVE,
+            "layers": inputs.OPTIONAL_COUNT,
+            "hidden": inputs.OPTIONAL_COUNT,
+            "seq_len": inputs.OPTIONAL_COUNT,
+        },
+    ),
+]
+
+
 TestBadInput = inputs.bad_input_tests(BAD_INPUT, "walls")
+
+
+def test_attention_adds_palms_12_l_h_s():
+    """PaLM, Appendix B: 6N + 12 L H Q T FLOPs per token, H Q = h. For
+    32 layers of width 4096 at 4,096 tokens: 15.3% on top of 6P."""
+    assert flops_per_token(B7) == 6 * B7
+    full = flops_per_token(B7, 32, 4096, 4096)
+    assert full == 6 * B7 + 12 * 32 * 4096 * 4096
+    assert f"{full / (6 * B7) - 1:.1%}" == "15.3%"
+
+
+def test_half_a_shape_is_refused():
+    with pytest.raises(ValueError, match="layers, hidden and seq_len"):
+        flops_per_token(B7, layers=32)

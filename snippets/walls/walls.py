@@ -28,6 +28,26 @@ def state_GB(params, bytes_per_param=BYTES_MIXED_ADAM):
     return params * bytes_per_param / GB
 
 
+def flops_per_token(params, layers=None, hidden=None, seq_len=None):
+    """Training FLOPs per token: 6 per parameter (forward and backward
+    through every weight), plus, given the shape, attention's own
+    products, 12 x layers x hidden x seq_len (PaLM, Appendix B: the
+    count behind the MFUs that Llama 3 and PaLM publish)."""
+    number("params", params)
+    shape = (layers, hidden, seq_len)
+    if shape.count(None) not in (0, 3):
+        raise ValueError(
+            "layers, hidden and seq_len must be given together or not at "
+            f"all, got layers={layers!r}, hidden={hidden!r}, "
+            f"seq_len={seq_len!r}"
+        )
+    attention = 0
+    if layers is not None:
+        attention = 12 * count("layers", layers) * count("hidden", hidden)
+        attention *= count("seq_len", seq_len)
+    return sum(FLOPS_PER_PARAM_TOKEN.values()) * params + attention
+
+
 def training_days(params, tokens, world_size, peak_tflops, mfu):
     """Days of training at sum(FLOPS_PER_PARAM_TOKEN) = 6 FLOPs per
     parameter per token (Kaplan et al. 2020, section 2.1)."""
@@ -87,6 +107,29 @@ if __name__ == "__main__":
         print(f"{gpus:>5} H100s at {MFU:.0%} MFU: {days:8.1f} days")
     # --8<-- [end:demo]
 
+    # --8<-- [start:attention]
+    from snippets.walls.walls import flops_per_token
+
+    # A 7B model as a shape: 32 layers of width 4096.
+    for seq in (2048, 4096, 32768, 131072):
+        full = flops_per_token(7e9, layers=32, hidden=4096, seq_len=seq)
+        print(
+            f"s = {seq:>7,}: {full / 1e9:6.1f} GFLOPs per token,"
+            f" attention adds {full / flops_per_token(7e9) - 1:6.1%} to 6P"
+        )
+    # --8<-- [end:attention]
+
+    # --8<-- [start:one_card]
+    # Bytes per parameter kept on the GPU, and the 7B model's total.
+    ONE_CARD = {
+        "mixed-precision Adam": BYTES_MIXED_ADAM,
+        "8-bit Adam, bf16 weights and gradients, no fp32 master": 2 + 2 + 2,
+        "Adam state and fp32 master offloaded to the CPU": 2 + 2,
+    }
+    for recipe, size in ONE_CARD.items():
+        print(f"{recipe:<56} {size:>2} B: {state_GB(P, size):5.0f} GB")
+    # --8<-- [end:one_card]
+
     # --8<-- [start:measured]
     # Share of the dense 16-bit peak that large runs report, and what
     # it counts. Megatron-LM 2021, Table 1 (TFLOP/s per A100, peak
@@ -106,6 +149,19 @@ if __name__ == "__main__":
             f" | yes | {tflops * share / 312:.0%} |"
         )
     print("| PaLM 540B | 6,144 TPU v4 | 57.8% | yes | 46.2% |")
-    for gpus, mfu in ((8192, 0.43), (16384, 0.41)):
-        print(f"| Llama 3 405B | {gpus:,} H100 | {mfu:.0%} | no | {mfu:.0%} |")
+    # Korthikanti et al. 2022: GPT 530B with selective recomputation
+    # and sequence parallelism, reported as MFU.
+    print(
+        "| MT-NLG 530B, selective recomputation | 2,240 A100 | 54.2% | no"
+        " | 54.2% |"
+    )
+    for gpus, seq, mfu in (
+        (8192, 8, 0.43),
+        (16384, 8, 0.41),
+        (16384, 128, 0.38),
+    ):
+        print(
+            f"| Llama 3 405B, {seq}K tokens | {gpus:,} H100 | {mfu:.0%} | no"
+            f" | {mfu:.0%} |"
+        )
     # --8<-- [end:measured]
