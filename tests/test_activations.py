@@ -10,6 +10,7 @@ from snippets.activations.memory import (
     SCHEDULES,
     activation_bytes_per_gpu,
     activation_bytes_per_layer,
+    logit_bytes,
 )
 from snippets.walls.walls import state_GB
 from tests import lab_inputs as inputs
@@ -210,6 +211,14 @@ BAD_INPUT = [
             "sequence_parallel": inputs.FLAG,
             "recompute": inputs.choice(RECOMPUTE),
             "flash_attention": inputs.FLAG,
+            # None: the paper's GPT layer (every head its own keys and
+            # values, an MLP of 4h); 5 does not divide the 32 heads
+            "kv_heads": inputs.Kind(
+                [*inputs.OPTIONAL_COUNT.bad, (5, ValueError)]
+            ),
+            "ffn": inputs.OPTIONAL_COUNT,
+            "gated": inputs.FLAG,
+            "dropout": inputs.FLAG,
         },
     ),
     (
@@ -222,6 +231,7 @@ BAD_INPUT = [
             "microbatches": inputs.COUNT,
             "schedule": inputs.choice(SCHEDULES),
             "rebuilt_layer": inputs.FLAG,
+            "full_every": inputs.OPTIONAL_COUNT,
             # **layer, passed on to activation_bytes_per_layer
             "hidden": inputs.COUNT,
             "recompute": inputs.choice(RECOMPUTE),
@@ -230,4 +240,96 @@ BAD_INPUT = [
 ]
 
 
+BAD_INPUT += [
+    (
+        "logit_bytes",
+        logit_bytes,
+        {"seq_len": 4096, "micro_batch": 1, "vocab": 128_256},
+        {
+            "seq_len": inputs.COUNT,
+            "micro_batch": inputs.COUNT,
+            "vocab": inputs.COUNT,
+            "tp": inputs.COUNT,
+        },
+    ),
+]
+
+
 TestBadInput = inputs.bad_input_tests(BAD_INPUT, "activations")
+
+
+PRESETS = ("llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b")
+
+
+@pytest.mark.parametrize("name", PRESETS)
+@pytest.mark.parametrize(
+    ("tp", "sp", "flash"),
+    [(1, False, False), (8, False, False), (8, True, False), (8, True, True)],
+)
+def test_one_activation_model_with_the_planner(name, tp, sp, flash):
+    """The lab's layer, given a preset's shape, keeps what the planner's
+    stored_bytes counts for it: one memory model on both pages."""
+    from snippets.planner.cost import layer_shape, stored_bytes
+    from snippets.planner.model import MODELS, check_model
+
+    m = check_model(MODELS[name])
+    planner = stored_bytes(
+        m, layer_shape(m), micro_batch=2, tp=tp, cp=1, sp=sp, flash=flash
+    )
+    lab = activation_bytes_per_layer(
+        seq_len=m.seq_len,
+        micro_batch=2,
+        hidden=m.hidden,
+        heads=m.heads,
+        tp=tp,
+        sequence_parallel=sp,
+        flash_attention=flash,
+        kv_heads=m.kv_heads,
+        ffn=m.ffn,
+        gated=m.gated,
+        dropout=m.dropout,
+    )
+    assert lab == pytest.approx(planner, rel=1e-12)
+
+
+def test_logits_are_what_the_planner_counts():
+    """6 bytes per logit (bf16 logits, fp32 log-softmax), as the
+    planner's LOGIT_BYTES: 3.15 GB for 4,096 tokens of a 128K vocab."""
+    from snippets.planner.cost import LOGIT_BYTES
+
+    assert logit_bytes(4096, 1, 128_256) == 4096 * 128_256 * LOGIT_BYTES
+    assert f"{logit_bytes(4096, 1, 128_256) / 1e9:.2f}" == "3.15"
+    assert logit_bytes(4096, 1, 128_256, tp=8) == pytest.approx(
+        logit_bytes(4096, 1, 128_256) / 8
+    )
+
+
+def test_every_second_layer_in_full_keeps_half_of_each():
+    """full_every=2 on 32 layers: 16 stored layers, 16 inputs, and at
+    the peak the layer being rebuilt (torchtitan's layer-selective
+    checkpointing)."""
+    one = {"seq_len": 4096, "micro_batch": 1, "hidden": 4096, "heads": 32}
+    flash = {**one, "flash_attention": True}
+    stored = activation_bytes_per_layer(**flash)
+    full = activation_bytes_per_layer(**flash, recompute="full")
+    got = activation_bytes_per_gpu(32, full_every=2, **flash)
+    assert got == pytest.approx(16 * stored + 16 * full)
+    peak = activation_bytes_per_gpu(
+        32, full_every=2, rebuilt_layer=True, **flash
+    )
+    assert peak == pytest.approx(got + stored - full)
+    every = activation_bytes_per_gpu(32, full_every=1, **flash)
+    assert every == pytest.approx(
+        activation_bytes_per_gpu(32, **flash, recompute="full")
+    )
+
+
+def test_without_dropout_the_scores_keep_2_bytes_not_5():
+    """Llama has no dropout: the softmax output alone, 2as/h, and no
+    1-byte masks: 32 + 2as/h per sbh for a GeLU MLP of 4h."""
+    base = {"seq_len": 4096, "micro_batch": 1, "hidden": 4096, "heads": 32}
+    sbh = 4096 * 4096
+    gpt = activation_bytes_per_layer(**base)
+    llama = activation_bytes_per_layer(**base, dropout=False)
+    assert gpt == pytest.approx(sbh * (34 + 5 * 32 * 4096 / 4096))
+    assert llama == pytest.approx(sbh * (32 + 2 * 32 * 4096 / 4096))
