@@ -241,6 +241,17 @@ def test_four_ring_all_reduces_of_the_layer_output():
     assert tp_bytes_per_layer(4096, 1, 4096, 1) == 0
 
 
+def test_full_recomputation_makes_six_all_reduces():
+    """The forward pass runs again in the backward pass, all-reduces
+    included: 6/4 of the bytes, 8/6 of the compute."""
+    four = tp_bytes_per_layer(4096, 1, 4096, 8)
+    assert tp_bytes_per_layer(4096, 1, 4096, 8, recompute="full") == 1.5 * four
+    plain = tp_layer_seconds(4096, 1, 4096, 8, F, 370)
+    full = tp_layer_seconds(4096, 1, 4096, 8, F, 370, recompute="full")
+    assert full[0] == pytest.approx(plain[0] * 8 / 6)
+    assert full[1] == pytest.approx(plain[1] * 1.5)
+
+
 def test_seven_b_layer_sends_235_mb_per_rank():
     assert f"{tp_bytes_per_layer(4096, 1, 4096, 8) / 1e6:.1f}" == "234.9"
 
@@ -415,6 +426,7 @@ BAD_INPUT = [
             "hidden": inputs.COUNT,
             "tp": inputs.COUNT,
             "bytes_per_value": inputs.POSITIVE,
+            "recompute": inputs.choice(("none", "full")),
         },
     ),
     (
@@ -435,6 +447,7 @@ BAD_INPUT = [
             "tp": inputs.COUNT,
             "tflops_per_gpu": inputs.POSITIVE,
             "link_GBps": inputs.POSITIVE,
+            "recompute": inputs.choice(("none", "full")),
         },
     ),
     (
