@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from snippets.ddp.allreduce import allreduce_bytes
+from snippets.zero.checkpoint import checkpoint_interval
 from snippets.zero.fsdp2 import fsdp2_peak_GB, working_set_GB
 from snippets.zero.hsdp import hsdp
 from snippets.zero.memory import (
@@ -571,7 +572,33 @@ BAD_INPUT += [
 ]
 
 
+BAD_INPUT += [
+    (
+        "checkpoint_interval",
+        checkpoint_interval,
+        {"mtbf_s": 10_000, "blocking_s": 60},
+        {"mtbf_s": inputs.POSITIVE, "blocking_s": inputs.POSITIVE},
+    ),
+]
+
+
 TestBadInput = inputs.bad_input_tests(BAD_INPUT, "zero")
+
+
+def test_youngs_interval_is_the_optimum():
+    """sqrt(2 M C) minimises C / T + T / (2 M): nearby intervals lose
+    more, and the two losses are equal at the optimum."""
+    mtbf, c = 54 * 86_400 / 466, 60
+    best = checkpoint_interval(mtbf, c)
+    assert best["interval_s"] == pytest.approx((2 * mtbf * c) ** 0.5)
+
+    def lost(t):
+        return c / t + t / (2 * mtbf)
+
+    t = best["interval_s"]
+    assert best["lost_share"] == pytest.approx(lost(t))
+    assert lost(0.9 * t) > lost(t) < lost(1.1 * t)
+    assert c / t == pytest.approx(t / (2 * mtbf))
 
 
 @PROFILE
