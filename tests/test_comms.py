@@ -547,3 +547,61 @@ def test_ring_latency_is_ncclS_hops():
     assert f"{t * 1e3:.2f}" == "4.27"
     assert ring_latency_s("all_reduce", 1024, 8) == pytest.approx(2 * t)
     assert ring_latency_s("reduce_scatter", 8, 8) == pytest.approx(7 * 3.4e-6)
+
+
+# --- one network model with the planner ---------------------------------
+
+
+def test_links_are_the_planners_measured_links():
+    """The NVLink rings NCCL reaches and the hop latencies are the
+    planner's own (snippets/planner/cost.py): one set of numbers."""
+    from snippets.planner import cost
+
+    for gpu, line, link in (
+        ("h100-80gb", 450, "nvlink4"),
+        ("a100-80gb", 300, "nvlink3"),
+    ):
+        reached = cost.NVLINK_SHARE[gpu] * line
+        assert reached == pytest.approx(REACHED_GBps[link])
+    assert (cost.NVLINK_HOP_US, cost.NETWORK_HOP_US) == (
+        NVLINK_HOP_US,
+        NETWORK_HOP_US,
+    )
+    for kind, planner_kind in (
+        ("all_gather", "all-gather"),
+        ("all_reduce", "all-reduce"),
+    ):
+        # 1,024 GPUs in 128 nodes, an empty buffer: latency alone
+        planner = cost.ring_s(planner_kind, 0, 1024, (370, 128), cost.FIT)
+        assert ring_latency_s(kind, 1024, 8) == pytest.approx(planner)
+
+
+def test_a_group_with_one_gpu_per_node_gets_what_the_planner_gives():
+    """Data-parallel groups with one GPU per node (TP 8 fills it): the
+    lab's share of the node's NICs at the 46 GB/s NCCL reaches per NDR
+    card, the planner's at its fitted 0.922 of the line rate, 46.1."""
+    from snippets.planner.cost import FIT, Links
+    from snippets.planner.model import check_cluster, cluster
+
+    links = Links.of(check_cluster(cluster("h100-80gb", 16)), FIT)
+    planner, nodes = links.group(inner=8, size=16)
+    lab = ring_bandwidth_GBps(16, 8, 370, 8, 46, per_node=1)
+    assert nodes == 16
+    assert lab == pytest.approx(planner, rel=0.01)
+
+
+def test_a_flat_ring_is_where_the_lab_and_the_planner_part():
+    """Open point of one model (issue 29): for a flat ring over every
+    GPU of 8 nodes the lab pools the node's NICs (368 GB/s, as
+    nccl-tests measures on 4 nodes) while the planner still gives each
+    GPU its own share (46.1), which its fit to DeepSpeed's ZeRO-3 runs
+    needs. The ZeRO and ladder pages say so; when the planner adopts
+    per_node, this test fails and those sentences must change."""
+    from snippets.planner.cost import FIT, Links
+    from snippets.planner.model import check_cluster, cluster
+
+    links = Links.of(check_cluster(cluster("h100-80gb", 8)), FIT)
+    planner, _ = links.group(inner=1, size=64)
+    lab = ring_bandwidth_GBps(64, 8, 370, 8, 46)
+    assert lab == 368
+    assert planner == pytest.approx(46.1)

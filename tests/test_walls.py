@@ -134,3 +134,17 @@ def test_attention_adds_palms_12_l_h_s():
 def test_half_a_shape_is_refused():
     with pytest.raises(ValueError, match="layers, hidden and seq_len"):
         flops_per_token(B7, layers=32)
+
+
+@pytest.mark.parametrize("name", ["TABLE1", "TABLE4", "TORCHTITAN"])
+def test_one_flop_count_with_the_planner(name):
+    """flops_per_token, given a published run's shape, is the count
+    the planner converts every run's throughput to MFU with
+    (snippets/planner/runs.py, PaLM's 6N + 12 L h s)."""
+    from snippets.planner import runs
+
+    for run in getattr(runs, name):
+        ours = flops_per_token(
+            runs.matmul_weights(run), run.layers, run.hidden, run.seq_len
+        )
+        assert ours == pytest.approx(runs.model_flops_per_token(run))

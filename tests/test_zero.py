@@ -613,3 +613,30 @@ def test_any_non_positive_size_is_refused(bad):
 def test_any_world_size_below_one_is_refused(bad):
     with pytest.raises(ValueError, match="world_size"):
         memory_per_gpu("ddp", 1e9, bad)
+
+
+@pytest.mark.parametrize("preset", ["llama3-8b", "llama3-70b", "llama3-405b"])
+@pytest.mark.parametrize("tp", [1, 4, 8])
+def test_fsdp_working_set_is_the_planners(preset, tp):
+    """The planner's ZeRO-3 memory counts the same working set: two
+    gathered units and one unsharded gradient, in bf16, for the larger
+    of a layer and the embedding on each tensor-parallel rank."""
+    from snippets.planner.cost import layer_shape
+    from snippets.planner.layouts import evaluate_layout
+    from snippets.planner.model import MODELS, check_model, cluster
+
+    model = MODELS[preset]
+    layout = {
+        "dp": 64 // tp,
+        "tp": tp,
+        "pp": 1,
+        "zero": 3,
+        "recompute": "full",
+    }
+    job = {"global_batch_tokens": 2**22, "micro_batch": 1}
+    got = evaluate_layout(model, cluster("h100-80gb", 8), job, layout)
+    m = check_model(model)
+    unit = max(layer_shape(m).params / tp, m.vocab * m.hidden / tp)
+    assert got["memory_per_gpu_GB"]["gathered"] == pytest.approx(
+        working_set_GB(unit)
+    )
