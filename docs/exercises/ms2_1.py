@@ -132,7 +132,8 @@ for n in WORLD_SIZES:
 # what leaves too little room for the activations on 8 GPUs. ZeRO-2
 # shards the gradients too, and with one micro-batch per step, as
 # here, it keeps DDP's traffic (with gradient accumulation it would
-# reduce-scatter after every micro-batch); ZeRO-3 would add another
+# either reduce-scatter after every micro-batch or hold the whole
+# gradient until the last one, ZeRO-1's memory); ZeRO-3 would add another
 # all-gather of the weights in the backward pass, for memory the job
 # does not need.
 

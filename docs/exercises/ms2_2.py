@@ -20,7 +20,8 @@
 #
 # **Hint.** Bandwidths must be one-way, per GPU: NVLink is sold as a
 # two-way total, network links are quoted one way, and 10 Gb/s is
-# 1.25 GB/s. The comms lab's `LINKS_GBps` lists them by generation.
+# 1.25 GB/s. The comms lab's `LINKS_GBps` lists their line rates by
+# generation, and `REACHED` what NCCL gets out of each.
 #
 # Work it out first. Everything below the next heading is a worked
 # answer, computed by the course labs when the site was built.
@@ -42,7 +43,7 @@ links("ms2_2")
 import math
 
 from snippets.accumulation.batch import effective_batch
-from snippets.comms.cost import LINKS_GBps, comms_cost
+from snippets.comms.cost import REACHED, comms_cost
 
 JOB = {
     "params": 7_000_000_000,
@@ -53,7 +54,7 @@ JOB = {
 
 compute_s = comms_cost(interconnect_GBps=1, **JOB)["compute_s"]
 print(f"compute per optimizer step: {compute_s:.3f} s on every link")
-for link, gbps in LINKS_GBps.items():
+for link, gbps in REACHED.items():  # what NCCL reaches on each link
     r = comms_cost(interconnect_GBps=gbps, **JOB)
     print(
         f"{link:<26} {gbps:>5} GB/s  all-reduce {r['comms_s']:6.3f} s"
@@ -63,7 +64,8 @@ for link, gbps in LINKS_GBps.items():
 # %% [markdown]
 # The compute time is the same on every link: the GPU, the model and
 # the tokens are fixed. The all-reduce time is the bytes each rank
-# sends divided by the bandwidth, so it grows as the link slows down.
+# sends divided by the bandwidth NCCL reaches on the link, a little
+# below its line rate, so it grows as the link slows down.
 # Note that a 64-GPU job spans at least eight nodes, so its ring
 # crosses the network: the two NVLink rows show what the GPUs could
 # do, not what this job will see. Each network row is one card's
@@ -78,7 +80,7 @@ for link, gbps in LINKS_GBps.items():
 # then compare with the exact crossover the lab computes.
 
 # %%
-bandwidth = max(LINKS_GBps.values())
+bandwidth = max(REACHED.values())
 while comms_cost(interconnect_GBps=bandwidth, **JOB)["verdict"] == (
     "compute-bound"
 ):
@@ -92,7 +94,7 @@ at = comms_cost(interconnect_GBps=crossover, **JOB)
 print(
     f"crossover: {crossover:.1f} GB/s, where both take {at['compute_s']:.3f} s"
 )
-faster = [k for k, v in LINKS_GBps.items() if v >= crossover]
+faster = [k for k, v in REACHED.items() if v >= crossover]
 print("links at or above it:", *faster, sep="\n- ")
 
 # %% [markdown]
@@ -114,7 +116,7 @@ for k in (1, 2, 4, 8, 16, 32):
     print(f"accum_steps={k:>2}: crossover {r['crossover_GBps']:6.2f} GB/s")
 
 print()
-for link, gbps in LINKS_GBps.items():
+for link, gbps in REACHED.items():
     r = comms_cost(interconnect_GBps=gbps, **JOB)
     k = max(1, math.ceil(r["comms_s"] / r["compute_s"]))
     batch = effective_batch(2, k, JOB["world_size"], seq_len=4096)
