@@ -56,9 +56,9 @@ if __name__ == "__main__":
         pipe = batch_ceiling(gpus, batch, seq, microbatches=stages)
         print(
             f"| {label} | {gpus:,} | {one['tokens_per_gpu']:,.0f}"
-            f" | {one['max_dp']:,} | {one['min_model_parallel']}"
+            f" | {one['max_dp']:,} | {one['min_model_parallel']:,}"
             f" | {pipe['max_dp']:,} (p = {stages})"
-            f" | {pipe['min_model_parallel']} |"
+            f" | {pipe['min_model_parallel']:,} |"
         )
     # One layer of Llama 3 405B (config.json): far from filling a GPU.
     h, kv, ffn = 16_384, 1_024, 53_248
