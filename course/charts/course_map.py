@@ -22,6 +22,7 @@ COURSE_MAP = (
     ("zero.md", "4. ZeRO and FSDP", "shard the training state"),
     ("activations.md", "4b. Activations", "recompute to save memory"),
     ("pipeline.md", "5. Tensor, pipeline", "split layers; the bubble"),
+    ("context.md", "5c. Context parallel", "split the sequence"),
     ("accumulation.md", "6. Accumulation", "big batch, small memory"),
     ("comms.md", "7. Communication", "when the link sets the pace"),
     ("strategy.md", "8. Choosing a strategy", "climb only when forced"),

@@ -11,6 +11,7 @@ LESSON = (
     "zero",
     "activations",
     "pipeline",
+    "context",
     "accumulation",
     "comms",
     "strategy",
