@@ -23,6 +23,7 @@ from snippets.pipeline.tensor import tp_bytes_per_layer, tp_layer_seconds
 from snippets.walls.walls import FLOPS_PER_PARAM_TOKEN
 from tests import lab_inputs as inputs
 from tests.lab_inputs import PROFILE, REL, small_count
+from tests.test_zero_bubble import BAD_INPUT as ZERO_BUBBLE_BAD_INPUT
 
 F = 989 * 0.40  # TFLOP/s: an H100 at 40% of its dense bf16 peak
 
@@ -465,7 +466,10 @@ BAD_INPUT = [
 ]
 
 
-TestBadInput = inputs.bad_input_tests(BAD_INPUT, "pipeline")
+# The rows of snippets/pipeline/zero_bubble*.py are in test_zero_bubble.py
+TestBadInput = inputs.bad_input_tests(
+    BAD_INPUT + ZERO_BUBBLE_BAD_INPUT, "pipeline"
+)
 
 
 @PROFILE

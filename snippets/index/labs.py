@@ -12,6 +12,7 @@ LESSON = (
     "activations",
     "pipeline",
     "context",
+    "experts",
     "accumulation",
     "comms",
     "strategy",
