@@ -27,6 +27,7 @@ COURSE_MAP = (
     ("experts.md", "5d. Experts", "route tokens to experts"),
     ("accumulation.md", "6. Accumulation", "big batch, small memory"),
     ("comms.md", "7. Communication", "when the link sets the pace"),
+    ("fp8.md", "7b. FP8", "faster matmuls, not 2x"),
     ("strategy.md", "8. Choosing a strategy", "climb only when forced"),
     ("planner.md", "8b. Plan a job", "every layout, ranked"),
     ("planner-accuracy.md", "8c. How good is it?", "held to measured runs"),

@@ -15,6 +15,7 @@ LESSON = (
     "experts",
     "accumulation",
     "comms",
+    "fp8",
     "strategy",
     "planner",
 )

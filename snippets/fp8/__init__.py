@@ -1,0 +1,1 @@
+"""The labs of docs/fp8.md."""
