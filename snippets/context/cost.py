@@ -120,10 +120,12 @@ def overlap_crossover_tokens(
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
+    from snippets.comms.links import REACHED_GBps
     from snippets.units import MB
 
     F = 989 * 0.40  # TFLOP/s: an H100 at 40% of its dense bf16 peak
-    LINKS = {"NVLink 4 (450 GB/s)": 450, "one NDR NIC (50 GB/s)": 50}
+    NVLINK, NIC = REACHED_GBps["nvlink4"], REACHED_GBps["ndr"]  # reached
+    LINKS = {f"NVLink ({NVLINK} GB/s)": NVLINK, f"one NDR NIC ({NIC})": NIC}
     MODELS = {  # hidden, heads, KV heads
         "no GQA (64 KV heads)": (8192, 64, 64),
         "Llama 3 70B (8 KV heads)": (8192, 64, 8),
@@ -146,9 +148,9 @@ if __name__ == "__main__":
     except ValueError as error:
         print(f"  ulysses, CP 16: ValueError: {error}")
     shape = (1, 131072, 16384, 128, 8, 16)
-    compute, transfer = ring_step_seconds(*shape, F, 50)
+    compute, transfer = ring_step_seconds(*shape, F, NIC)
     print(
         f"  one ring step: attention {compute * 1e3:.2f} ms, "
-        f"K/V transfer {transfer * 1e3:.2f} ms at 50 GB/s"
+        f"K/V transfer {transfer * 1e3:.2f} ms at {NIC} GB/s"
     )
     # --8<-- [end:demo]

@@ -48,12 +48,15 @@ def choose_cp(
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
+    from snippets.comms.links import REACHED_GBps
+
     F = 989 * 0.40  # TFLOP/s: an H100 at 40% of its dense bf16 peak
+    NVLINK, NIC = REACHED_GBps["nvlink4"], REACHED_GBps["ndr"]  # GB/s
     JOBS = {  # seq_len, hidden, heads, kv_heads, tokens per rank, GB/s
-        "Llama 3 405B, 128K, IB": (131072, 16384, 128, 8, 8192, 50),
-        "Llama 3 70B, 32K, NVLink": (32768, 8192, 64, 8, 4096, 450),
-        "no GQA, 1M, IB": (1048576, 8192, 64, 64, 16384, 50),
-        "no GQA, 1M, IB, 8K": (1048576, 8192, 64, 64, 8192, 50),
+        "Llama 3 405B, 128K, IB": (131072, 16384, 128, 8, 8192, NIC),
+        "Llama 3 70B, 32K, NVLink": (32768, 8192, 64, 8, 4096, NVLINK),
+        "no GQA, 1M, IB": (1048576, 8192, 64, 64, 32768, NIC),
+        "no GQA, 1M, IB, 16K": (1048576, 8192, 64, 64, 16384, NIC),
     }
     for job, (s, h, a, g, limit, bw) in JOBS.items():
         r = choose_cp(s, h, a, g, limit, F, bw)
