@@ -3,7 +3,7 @@ the ladder: each field's answer is what the labs give for its question,
 computed here again from the labs' functions; the worked answer under it
 prints the same number; each field states its unit and tolerances and is
 labelled; field() refuses bad arguments by name. (tests/browser/
-test_answers.py checks them as a reader uses them.)"""
+test_answer_fields.py checks them as a reader uses them.)"""
 
 import functools
 import math
