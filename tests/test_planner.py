@@ -123,24 +123,47 @@ def test_a_gated_mlp_has_three_matrices():
     assert gated - plain == 32 * 4096 * 14336
 
 
-@pytest.mark.parametrize("zero", [0, 1, 2, 3])
-def test_states_split_as_memory_per_gpu_says(zero):
-    gb = run({**LAYOUT, "zero": zero})["memory_per_gpu_GB"]
+@pytest.mark.parametrize(
+    ("zero", "sync"),
+    [(0, "deferred"), (1, "deferred"), (2, "every"), (2, "deferred")]
+    + [(3, "every"), (3, "deferred")],
+)
+def test_states_split_as_memory_per_gpu_says(zero, sync):
+    """The sharded states are the ZeRO lab's, in its two recipes: the
+    paper's for ZeRO-1 and 2, FSDP2's fp32 shards for ZeRO-3. ZeRO-2
+    with its sync deferred over several micro-batches holds whole
+    gradients, as ZeRO-1 does; FSDP2's whole gradients are counted
+    apart, as unsharded."""
+    layout = {**LAYOUT, "zero": zero, "gradient_sync": sync}
+    gb = run(layout)["memory_per_gpu_GB"]
     states = gb["parameters"] + gb["gradients"] + gb["optimizer"]
     strategy = ("ddp", "zero1", "zero2", "zero3")[zero]
     local = parameter_count(L70) / 4
-    assert states == pytest.approx(memory_per_gpu(strategy, local, 16))
+    step = "step" if sync == "deferred" and zero == 2 else None
+    recipe = (
+        dict(bytes_param=4, bytes_grad=4, bytes_optim=8) if zero == 3 else {}
+    )
+    want = memory_per_gpu(strategy, local, 16, sync=step, **recipe)
+    assert states == pytest.approx(want)
     parts = sum(v for k, v in gb.items() if k != "total")
     assert gb["total"] == pytest.approx(parts)
     assert gb["reserve"] == 4.0
     assert (gb["gathered"] > 0) == (zero == 3)  # FSDP's working set
+    # 8 micro-batches: deferred, FSDP2 holds every fp32 gradient whole
+    held = (
+        4 * local
+        - 2 * max(layer_shape(check_model(L70)).params, 128256 * 8192) / 4
+    )
+    want = held / 1e9 if (zero, sync) == (3, "deferred") else 0
+    assert gb["unsharded"] == pytest.approx(want)
 
 
 def test_zero2_with_a_pipeline_keeps_whole_gradients_as_zero1():
     one, two = run(PIPE), run({**PIPE, "zero": 2})
     assert one["memory_per_gpu_GB"] == two["memory_per_gpu_GB"]
     assert one["step_s"] == two["step_s"]
-    flat = run({**LAYOUT, "zero": 2})["memory_per_gpu_GB"]
+    every = {**LAYOUT, "zero": 2, "gradient_sync": "every"}
+    flat = run(every)["memory_per_gpu_GB"]
     assert flat["gradients"] < one["memory_per_gpu_GB"]["gradients"] / 4
 
 
@@ -149,15 +172,86 @@ def test_zero2_under_accumulation_reduces_every_micro_batch():
     once per step: with 8x the micro-batches, ZeRO-2 sends more."""
     job = {**JOB, "global_batch_tokens": JOB["global_batch_tokens"] * 8}
     one = run({**LAYOUT, "zero": 1}, job=job)["step_s"]
-    two = run({**LAYOUT, "zero": 2}, job=job)["step_s"]
+    every = {**LAYOUT, "zero": 2, "gradient_sync": "every"}
+    two = run(every, job=job)["step_s"]
     assert two["data_parallel"] > 2 * one["data_parallel"]
+    deferred = run({**LAYOUT, "zero": 2}, job=job)["step_s"]
+    assert deferred["data_parallel"] == pytest.approx(one["data_parallel"])
+
+
+PIPE3 = {**PIPE, "zero": 3, "schedule": "interleaved", "chunks": 2}
+
+
+def test_fsdp_under_a_pipeline_holds_its_stage_whole():
+    """Review finding 1: dp 8 x tp 4 x pp 2 with ZeRO-3 on Llama 3 70B.
+    The script passes reshard_after_forward=False under a pipeline, and
+    torch.pipelining turns resharding after backward and the gradient
+    sync off until the last micro-batch: the stage's bf16 weights and
+    fp32 gradients are whole for the whole step. It does not fit, and
+    no command is printed for it."""
+    from snippets.planner.command import launch_command
+
+    r = run(PIPE3)
+    gb = r["memory_per_gpu_GB"]
+    weights = gb["optimizer"] * 1e9  # 8 bytes over 8 ranks: 1 each
+    unit = 128256 * 8192 / 4  # the largest unit: the embedding
+    want = (2 * weights - 4 * unit) + (4 * weights - 2 * unit)
+    assert gb["unsharded"] == pytest.approx(want / 1e9)
+    assert gb["total"] > 120 and not r["fits"]
+    runnable, text = launch_command(L70, H100x8, JOB, PIPE3)
+    assert not runnable and text.startswith("No command: dp 8, tp 4, pp 2")
+    assert f"needs {gb['total']:.1f} GB per GPU" in text
+    # it reduces once, after the schedule: fewer bytes than per layer
+    # per micro-batch, as the old count had it
+    assert r["step_s"]["data_parallel"] < 2
+
+
+def test_fsdp2_choices_trade_memory_for_traffic():
+    """Without a pipeline, reshard_after_forward=False keeps every
+    weight gathered from forward to backward (one all-gather fewer per
+    layer and micro-batch), and a sync in every micro-batch keeps the
+    gradients sharded for 8 times the reduce-scatters."""
+    job = {**JOB, "global_batch_tokens": JOB["global_batch_tokens"] * 8}
+    base = run(LAYOUT, job=job)
+    kept = run({**LAYOUT, "reshard_after_forward": False}, job=job)
+    every = run({**LAYOUT, "gradient_sync": "every"}, job=job)
+    memory = [r["memory_per_gpu_GB"]["unsharded"] for r in (base, kept, every)]
+    assert memory[1] > memory[0] > memory[2] == 0
+    seconds = [r["step_s"]["data_parallel"] for r in (base, kept, every)]
+    assert seconds[1] < seconds[0] < seconds[2]
+    names = {
+        r["layout"]["gradient_sync"]
+        + str(r["layout"]["reshard_after_forward"])
+        for r in plan_layouts(L70, H100x8, job, only={"pp": 1, "zero": 3})[
+            "ranked"
+        ]
+    }
+    assert names == {
+        "deferredTrue",
+        "deferredFalse",
+        "everyTrue",
+        "everyFalse",
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"gradient_sync": "every"}, "layout.gradient_sync"),
+        ({"gradient_sync": "sometimes"}, "layout.gradient_sync"),
+        ({"reshard_after_forward": "yes"}, "layout.reshard_after_forward"),
+    ],
+)
+def test_fsdp2_options_are_refused_by_name(change, words):
+    with pytest.raises((TypeError, ValueError), match=words):
+        run({**PIPE3, **change})
 
 
 def test_hsdp_shards_over_one_node():
     r = run({**LAYOUT, "tp": 1, "dp": 64, "zero": "hsdp"}, MODELS["llama3-8b"])
     params = parameter_count(MODELS["llama3-8b"])
     assert r["memory_per_gpu_GB"]["optimizer"] == pytest.approx(
-        12 * params / 8 / 1e9
+        8 * params / 8 / 1e9  # Adam's moments; the fp32 shard apart
     )
 
 
@@ -397,10 +491,10 @@ BAD = [
     (
         {
             "layout": {**PIPE, "schedule": "interleaved", "chunks": 2},
-            "training": {**JOB, "global_batch_tokens": 8192 * 8 * 3},
+            "training": {**JOB, "global_batch_tokens": 8192 * 8 * 5},
         },
         ValueError,
-        "interleaved schedule runs micro-batches in groups of pp",
+        r"micro-batches in max\(1, m // pp\) = 2 rounds",
     ),
     (
         {"layout": {**LAYOUT, "embedding_slots": True}},

@@ -98,8 +98,6 @@ MEANINGS = {
     "sustain",
     "hbm_passes": "HBM bytes the element-wise kernels move per byte of "
     "activations a layer stores",
-    "network_share": "share of each GPU's own NIC bandwidth a collective "
-    "across nodes reaches",
     "overlap": "share of the hideable communication that hides",
 }
 
@@ -184,6 +182,13 @@ if __name__ == "__main__":
                 f"{link.low_GBps / link.line_GBps:.3g} | "
                 f"{link.low_GBps:g} of {link.line_GBps:g} GB/s, nccl-tests |"
             )
+        if link.label in ("hdr-nic", "ndr-nic"):
+            print(
+                f"| NIC, {link.label.split('-')[0].upper()} (measured) | "
+                f"{link.low_GBps / link.line_GBps:.3g} | "
+                f"{link.low_GBps:g} of {link.line_GBps:g} GB/s per NIC "
+                "across nodes, nccl-tests |"
+            )
     print(
         f"\nFitted on {len(FITTED)} runs in {evaluations} evaluations "
         f"(mean squared log error {error:.4f}); the planner's defaults "
@@ -192,7 +197,7 @@ if __name__ == "__main__":
     # --8<-- [end:fit]
 
     # --8<-- [start:worked]
-    from snippets.planner.cost import NVLINK_SHARE
+    from snippets.planner.cost import NETWORK_SHARE, NVLINK_SHARE
     from snippets.planner.model import GPUS
 
     run = runs.by_label("megatron-t2-175b-zero3-1536")
@@ -214,7 +219,8 @@ if __name__ == "__main__":
     node = min(node, a100["nics_per_node"] * a100["nic_GBps"])
     print(
         f"The model: each GPU's own NIC, {own:g} GB/s x "
-        f"{FIT.network_share:.3g} = {own * FIT.network_share:.1f} GB/s, "
+        f"{NETWORK_SHARE['a100-80gb']:.3g} = "
+        f"{own * NETWORK_SHARE['a100-80gb']:.1f} GB/s, "
         f"{FIT.overlap:.0%} of the hideable time hidden: a "
         f"{r['result']['step_s']['total']:.1f} s step, of which "
         f"{r['result']['step_s']['data_parallel']:.1f} s of exposed gathers."

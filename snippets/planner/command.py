@@ -2,7 +2,10 @@
 script, or, where the script cannot run it, the shape of the mesh."""
 
 # --8<-- [start:model]
-from snippets.planner.layouts import Layout, check_layout
+from dataclasses import asdict
+
+from snippets.planner.cost import estimate
+from snippets.planner.layouts import Layout, check_layout, name
 from snippets.planner.model import check_training, checked
 
 STRATEGY = {0: "ddp", 3: "fsdp", "hsdp": "hsdp"}
@@ -19,6 +22,20 @@ def unrunnable(lay):
         return "context parallelism"
     if lay.embedding_slots:
         return "stages of unequal size (embedding slots)"
+    script = lay.pp == 1  # it reshards after forward without a pipeline
+    if lay.zero in (3, "hsdp") and lay.reshard_after_forward not in (
+        None,
+        script,
+    ):
+        return (
+            f"reshard_after_forward={lay.reshard_after_forward} (the "
+            f"script passes {script} with pp={lay.pp})"
+        )
+    if lay.gradient_sync == "every":
+        return (
+            "a gradient sync in every micro-batch (the script defers it "
+            "to the last)"
+        )
     return None
 
 
@@ -39,8 +56,17 @@ def launch_notes(training, lay):
 def launch_command(model, cluster, training, layout):
     """(runnable, text): a torchrun command for snippets.torchrun.train
     when it can run the layout (DDP, FSDP or HSDP over dp, times tp and
-    pp), else an outline of the DeviceMesh the job needs."""
+    pp) and the layout fits, else an outline of the DeviceMesh the job
+    needs, or why it does not fit."""
     job = check_layout(layout, model, cluster, check_training(training))
+    need = estimate(job)["memory_per_gpu_GB"]["total"]
+    card = job.cluster.gpu_memory_GB
+    if need > card:
+        return False, (
+            f"No command: {name(asdict(job.layout))} needs {need:.1f} GB "
+            f"per GPU, {need - card:.1f} GB more than the {card:g} GB "
+            "card, as the script runs it."
+        )
     if unrunnable(job.layout) is None:
         return True, torchrun(job)
     return False, mesh_outline(job)
@@ -104,6 +130,16 @@ def mesh_outline(job):
         f"  mesh = init_device_mesh('cuda', {shape}, mesh_dim_names={names})",
         f"  - {SHARDING[lay.zero]}",
     ]
+    if lay.zero in (3, "hsdp"):
+        lines.append(
+            "    fully_shard(block, reshard_after_forward="
+            f"{lay.reshard_after_forward})"
+        )
+    if lay.gradient_sync == "every":
+        lines.append(
+            "    reduce in every micro-batch: no "
+            "set_requires_gradient_sync(False)"
+        )
     if lay.cp > 1:
         lines.append(
             f"  - 'cp' = {lay.cp}: split each sequence, gather keys "

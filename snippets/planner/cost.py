@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from snippets.pipeline.bubble import bubble_fraction, megatron_ratio
 from snippets.planner.runs import LINKS
-from snippets.zero.memory import SHARDED
+from snippets.zero.memory import RECIPES, SHARDED
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,6 @@ class Fit:
     # softmax, dropout) move through HBM per byte of activations the
     # layer stores for its backward pass.
     hbm_passes: float
-    # Share of each GPU's own network bandwidth (its node's NICs over
-    # its GPUs) that a collective crossing nodes reaches.
-    network_share: float
     # Share of the communication that a schedule lets run beside
     # compute which it really hides: kernels that overlap slow each
     # other down.
@@ -54,6 +51,15 @@ NVLINK_SHARE = {
     for link in LINKS
     if link.label == label
 }
+# Share of a NIC's line rate a ring across nodes reaches per NIC, as
+# nccl-tests measures it (LINKS): 24 of 25 GB/s on HDR, 46 of 50 on
+# NDR. Measured, not fitted.
+NETWORK_SHARE = {
+    gpu: link.low_GBps / link.line_GBps
+    for gpu, label in (("a100-80gb", "hdr-nic"), ("h100-80gb", "ndr-nic"))
+    for link in LINKS
+    if link.label == label
+}
 # Latency of one step of a ring, in microseconds, inside a node (over
 # NVLink) and from node to node: NCCL's own tuning model
 # (src/graph/tuning.cc, hwLat, ring, Simple protocol). The measured
@@ -67,6 +73,11 @@ OPTIMIZER_BYTES = 4 * 4 + 3 * 4 + 2
 # Per logit, the bf16 logits and their fp32 log-softmax, kept for the
 # loss's backward pass.
 LOGIT_BYTES = 2 + 4
+# Bytes per gradient element a data-parallel reduction moves, by the
+# training's reduce dtype: FSDP2 under the course's policy (and
+# torchtitan's) reduces in fp32, fp16 runs of Megatron and DeepSpeed in
+# 16 bits.
+REDUCE_BYTES = {"fp32": 4, "bf16": 2}
 # DDP's bucket: the last bucket's reduction has no compute left to
 # hide behind.
 BUCKET_BYTES = 25 * 2**20
@@ -74,12 +85,11 @@ BUCKET_BYTES = 25 * 2**20
 # The fit's result on the measured runs (snippets/planner/fit.py); a
 # test checks that these are what the fit returns.
 FIT = Fit(
-    a100_gemm_share=0.714,
-    h100_gemm_share=0.489,
+    a100_gemm_share=0.708,
+    h100_gemm_share=0.498,
     attention_share=0.203,
-    hbm_passes=1.54,
-    network_share=0.922,
-    overlap=0.574,
+    hbm_passes=1.5,
+    overlap=0.562,
 )
 
 
@@ -164,7 +174,7 @@ def exposed(comm, window, fit):
 @dataclass(frozen=True)
 class Links:
     """Inside a node, NVLink at what a ring reaches; across nodes, each
-    GPU's share of its node's NICs, at the fitted share."""
+    GPU's share of its node's NICs, at what NCCL reaches on one."""
 
     nvlink: float  # GB/s
     network: float  # GB/s
@@ -174,7 +184,7 @@ class Links:
     def of(cls, c, fit):
         nvlink = c.nvlink_GBps * NVLINK_SHARE[c.gpu]
         per_gpu = c.nics_per_node * c.nic_GBps / c.gpus_per_node
-        return cls(nvlink, per_gpu * fit.network_share, c.gpus_per_node)
+        return cls(nvlink, per_gpu * NETWORK_SHARE[c.gpu], c.gpus_per_node)
 
     def group(self, inner, size):
         """(GB/s, nodes) of a group of `size` GPUs that sit `inner`
@@ -289,20 +299,53 @@ def gemm_share(c, fit):
 
 
 def sharded_seconds(job, fit, shape, links):
-    """ZeRO-3 (and HSDP, inside its node): each layer's weights are
-    gathered for its forward and its backward pass, its gradients
-    reduce-scattered after, while the layer before it computes; in one
-    collective each (FSDP2 wraps each layer), or one per module."""
+    """ZeRO-3 (and HSDP, inside its node): one all-gather of a layer's
+    bf16 weights, and one reduce-scatter of its gradients in the
+    training's reduce dtype; in one collective each (FSDP2 wraps each
+    layer), or one per module. How many of each a step runs is
+    fsdp_collectives' business."""
     lay = job.layout
     if lay.zero not in (3, "hsdp"):
         return 0.0, 0.0
-    weights = 2 * shape.params / lay.tp  # bf16 bytes of one layer
+    params = shape.params / lay.tp
     dp_link = links.group(lay.tp * lay.cp, lay.dp)
     over = (links.nvlink, 1) if lay.zero == "hsdp" else dp_link
     n = 1 if job.training.fsdp_unit == "layer" else shape.modules
-    gather = n * ring_s("all-gather", weights / n, job.shard, over, fit)
-    reduce = n * ring_s("reduce-scatter", weights / n, job.shard, over, fit)
+    grad = REDUCE_BYTES[job.training.reduce_dtype]
+    gather = n * ring_s("all-gather", 2 * params / n, job.shard, over, fit)
+    reduce = n * ring_s(
+        "reduce-scatter", grad * params / n, job.shard, over, fit
+    )
     return gather, reduce
+
+
+def fsdp_collectives(job):
+    """(forward gathers, backward gathers, reduce-scatters, whether the
+    reduce-scatters wait for the end of the step) of each layer in one
+    step of ZeRO-3 or HSDP, as FSDP2 and torch.pipelining run them.
+
+    Without a pipeline, every forward gathers the layer; every backward
+    gathers it again unless reshard_after_forward=False kept it; the
+    gradients are reduce-scattered in every backward (gradient_sync
+    "every") or only in the last micro-batch's ("deferred",
+    set_requires_gradient_sync(False) before). With a pipeline, the
+    stage turns resharding after backward and the sync off until its
+    last micro-batch (torch 2.13, pipelining/stage.py): the weights
+    stay gathered after each backward, so a forward gathers only before
+    the first backward, and the gradients are reduced once, after the
+    whole schedule, with no compute left to hide behind."""
+    lay, micro = job.layout, job.microbatches
+    if lay.zero not in (3, "hsdp"):
+        return 0, 0, 0, False
+    keep = not lay.reshard_after_forward
+    if lay.pp == 1:
+        reduces = micro if lay.gradient_sync == "every" else 1
+        return micro, 0 if keep else micro, reduces, False
+    if keep:  # gathered once, kept to the end of the step
+        return 1, 0, 1, True
+    # resharded after each forward: the warm-up's forwards gather, and
+    # every backward gathers what its forward resharded
+    return min(micro, lay.pp), micro, 1, True
 
 
 def head_seconds(job, fit):
@@ -336,12 +379,9 @@ def step_seconds(job, fit, shape):
     lay, micro = job.layout, job.microbatches
     links = Links.of(job.cluster, fit)
     one = layer_seconds(job, fit, shape, links)
-    sharded = exposed(one.gather, one.forward + one.tp_forward, fit)
-    sharded += exposed(
-        one.gather + one.reduce, one.backward + one.tp_backward, fit
-    )
+    sharded, first, last = sharded_step_seconds(job, fit, one)
     tp_cp = one.tp_forward + one.tp_backward
-    per_layer = one.forward + one.backward + tp_cp + sharded
+    per_layer = one.forward + one.backward + tp_cp + sharded / micro
     head = head_seconds(job, fit)
     send = send_seconds(job, links)
     stage = [n * per_layer + send for n in job.stages]
@@ -357,14 +397,36 @@ def step_seconds(job, fit, shape):
     parts = {
         "compute": micro * (n * (one.forward + one.backward) + last_head),
         "tensor_context_parallel": micro * n * tp_cp,
-        # the first layer's gather, with nothing before it, each time
-        "data_parallel": micro * (n * sharded + one.gather) + tail,
+        # the first layer's gather, with nothing before it, each time;
+        # under a pipeline, the stage's reduce-scatters at the end
+        "data_parallel": n * (sharded + last) + first + tail,
         "pipeline_sends": micro * send,
         "bubble": megatron_ratio(idle) * micro * stage[slowest],
         "optimizer": optimizer,
     }
     parts["total"] = sum(parts.values())
     return parts
+
+
+def sharded_step_seconds(job, fit, one):
+    """(seconds of one layer's ZeRO-3 collectives in a step not hidden
+    behind its compute, of the first layer's gathers, which have no
+    compute before them, of one layer's reduce-scatter left for the end
+    of the step) for the collectives fsdp_collectives counts."""
+    forward, backward, reduces, at_end = fsdp_collectives(job)
+    if not forward:
+        return 0.0, 0.0, 0.0
+    f = one.forward + one.tp_forward
+    b = one.backward + one.tp_backward
+    g = one.gather
+    seconds = forward * exposed(g, f, fit)
+    if at_end:
+        return seconds + backward * exposed(g, b, fit), forward * g, one.reduce
+    both = min(reduces, backward)  # backward passes that gather and reduce
+    seconds += both * exposed(g + one.reduce, b, fit)
+    seconds += (backward - both) * exposed(g, b, fit)
+    seconds += (reduces - both) * exposed(one.reduce, b, fit)
+    return seconds, forward * g, 0.0
 
 
 def data_parallel_seconds(job, fit, shape, links, one):
@@ -377,7 +439,7 @@ def data_parallel_seconds(job, fit, shape, links, one):
     params = max(job.stages) * shape.params / lay.tp + embedding
     if lay.pp == 1 and not m.tied_embeddings:
         params += embedding  # the output layer, apart
-    grads = 2 * params
+    grads = REDUCE_BYTES[job.training.reduce_dtype] * params
     window = max(job.stages) * (one.backward + one.tp_backward)
     last = min(1.0, max(BUCKET_BYTES, 2 * embedding) / grads)
     ranks = lay.dp * lay.cp  # the GPUs that hold the same weights
@@ -391,15 +453,16 @@ def data_parallel_seconds(job, fit, shape, links, one):
     if lay.zero == 0:
         tail = reduced("all-reduce", ranks, grads)
     elif lay.zero in (1, 2):
-        if lay.zero == 2 and lay.pp == 1 and micro > 1:
-            # DeepSpeed's ZeRO-2 reduces every micro-batch's gradients,
-            # each behind that micro-batch's backward pass.
+        if lay.zero == 2 and lay.gradient_sync == "every" and micro > 1:
+            # ZeRO-2 that keeps only its shard (DeepSpeed's) reduces
+            # every micro-batch's gradients, each behind that
+            # micro-batch's backward pass.
             rs = ring_s("reduce-scatter", grads, ranks, dp_link, fit)
             tail = micro * exposed(rs, window, fit)
         else:  # reduced once, after the last micro-batch
             tail = reduced("reduce-scatter", ranks, grads)
-        # and the updated weights gathered after the optimizer step
-        tail += ring_s("all-gather", grads, ranks, dp_link, fit)
+        # and the updated bf16 weights gathered after the optimizer step
+        tail += ring_s("all-gather", 2 * params, ranks, dp_link, fit)
     elif lay.zero == "hsdp":  # each GPU's shard, with its replicas
         tail = reduced("all-reduce", ranks // job.shard, grads / job.shard)
     shards = {0: 1, "hsdp": job.shard}.get(lay.zero, ranks)
@@ -430,19 +493,16 @@ def memory_GB(job, shape):
             weights += embedding
         if i == pp - 1 and not (pp == 1 and m.tied_embeddings):
             weights += embedding  # the output layer
-        gb = state_bytes(weights, lay.zero, lay.dp * lay.cp, job.shard, pp)
+        gb = state_bytes(
+            weights, lay.zero, lay.dp * lay.cp, job.shard, whole_grads(job)
+        )
         acts = in_flight(job, i) * n * keep
         if full:  # the layer being recomputed holds it all
             acts += stored
         if i == pp - 1:
             acts += LOGIT_BYTES * m.vocab * tokens / tp
         gb["activations"] = acts
-        # FSDP's working set: this unit's weights and the next one's,
-        # gathered, and this unit's unsharded gradients.
-        gb["gathered"] = 0.0
-        if lay.zero in (3, "hsdp"):
-            unit = shape.params if t.fsdp_unit == "layer" else shape.module
-            gb["gathered"] = 3 * 2 * max(unit / tp, embedding)
+        gb["gathered"], gb["unsharded"] = unsharded_bytes(job, shape, weights)
         gb = {k: x / 1e9 for k, x in gb.items()}
         if worst is None or sum(gb.values()) > sum(worst.values()):
             worst = gb
@@ -463,25 +523,63 @@ def in_flight(job, i):
     return min(micro * v, 2 * (pp - i - 1) + (v - 1) * pp + 1) / v
 
 
-def state_bytes(weights, zero, ranks, shard, pp):
-    """Bytes of bf16 weights and gradients and fp32 Adam state for
-    `weights` parameters on a GPU, split as each ZeRO stage splits them
-    (snippets/zero/memory.py) over `ranks`, HSDP over its `shard`."""
+def whole_grads(job):
+    """Whether ZeRO-2, ZeRO-3 or HSDP holds every gradient of the GPU's
+    weights whole until the step's last backward: with the sync
+    deferred, over several micro-batches or under a pipeline (which
+    always defers it)."""
+    lay = job.layout
+    deferred = lay.gradient_sync == "deferred" or lay.pp > 1
+    return deferred and (lay.pp > 1 or job.microbatches > 1)
+
+
+def unsharded_bytes(job, shape, weights):
+    """(FSDP's working set, what it holds whole beyond it) in bytes, on
+    a GPU with `weights` parameters, for ZeRO-3 and HSDP. The working
+    set: this unit's bf16 weights and the next one's, gathered, and
+    this unit's bf16 gradients. Beyond it: every weight, gathered, when
+    none is resharded between forward and backward (a pipeline's stage,
+    or reshard_after_forward=False); every gradient, in the reduce
+    dtype, when whole_grads."""
+    lay, t, m = job.layout, job.training, job.model
+    if lay.zero not in (3, "hsdp"):
+        return 0.0, 0.0
+    unit = shape.params if t.fsdp_unit == "layer" else shape.module
+    unit = max(unit / lay.tp, m.vocab * m.hidden / lay.tp)
+    held = 0.0
+    if lay.pp > 1 or not lay.reshard_after_forward:
+        held += max(0.0, 2 * weights - 2 * 2 * unit)
+    if whole_grads(job):
+        grad = REDUCE_BYTES[t.reduce_dtype]
+        held += max(0.0, grad * weights - 2 * unit)
+    return 3 * 2 * unit, held
+
+
+def state_bytes(weights, zero, ranks, shard, whole_grads=False):
+    """Bytes of weights, gradients and Adam state for `weights`
+    parameters on a GPU, split as each ZeRO stage splits them
+    (snippets/zero/memory.py) over `ranks`, HSDP over its `shard`. 16
+    bytes a parameter either way: ZeRO-1 and ZeRO-2 in the ZeRO paper's
+    recipe (bf16 weights and gradients, fp32 master weights and Adam
+    moments), FSDP2 (ZeRO-3, HSDP) in its own (fp32 shards that are the
+    master weights, fp32 gradients, the moments). With `whole_grads`,
+    ZeRO-2 holds its gradients whole, as ZeRO-1 does (FSDP2's whole
+    gradients are counted by unsharded_bytes)."""
     strategy = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}.get(zero)
     over = ranks
     if zero == "hsdp":
         strategy, over = "zero3", shard
-    # With a pipeline, ZeRO-2 keeps whole gradients until the last
-    # micro-batch (FSDP2 without sync); DeepSpeed refuses the pair.
-    if zero == 2 and pp > 1:
+    if zero == 2 and whole_grads:
         strategy = "zero1"
+    recipe = RECIPES["fp32" if strategy == "zero3" else "bf16 + fp32 master"]
     sharded = SHARDED[strategy]
     return {
         name: weights * size / (over if kind in sharded else 1)
-        for name, kind, size in (
-            ("parameters", "param", 2),
-            ("gradients", "grad", 2),
-            ("optimizer", "optim", 12),
+        for name, kind, size in zip(
+            ("parameters", "gradients", "optimizer"),
+            ("param", "grad", "optim"),
+            recipe,
+            strict=True,
         )
     }
 

@@ -49,6 +49,9 @@ def job(run):
         micro_batch=run.micro_batch or 1,  # not published: the smallest
         flash_attention=run.flash_attention is not False,
         precision=PRECISION.get(run.precision, run.precision),
+        # fp16 runs reduce in 16 bits; bf16 ones in fp32 (FSDP2's
+        # policy, Megatron-LM's main gradients under bf16).
+        reduce_dtype="bf16" if run.precision == "fp16" else "fp32",
         # DeepSpeed's ZeRO-3 gathers module by module, FSDP by layer.
         fsdp_unit="module"
         if run.framework.startswith("DeepSpeed")
@@ -71,6 +74,9 @@ def job(run):
         schedule="1f1b" if run.schedule == "none" else run.schedule,
         chunks=run.chunks or 1,
     )
+    # DeepSpeed reduces ZeRO-2 and ZeRO-3 gradients every micro-batch.
+    if run.framework.startswith("DeepSpeed") and run.zero in (2, 3):
+        layout["gradient_sync"] = "every"
     layouts = [layout]
     if run.chunks is None:
         layouts = []
@@ -104,7 +110,6 @@ START = Fit(
     h100_gemm_share=0.7,
     attention_share=0.4,
     hbm_passes=4.0,
-    network_share=0.8,
     overlap=0.5,
 )
 BOUNDS = dict(
@@ -112,7 +117,6 @@ BOUNDS = dict(
     h100_gemm_share=(0.3, 1.0),
     attention_share=(0.05, 1.0),
     hbm_passes=(0.0, 20.0),
-    network_share=(0.05, 1.0),
     overlap=(0.0, 1.0),
 )
 

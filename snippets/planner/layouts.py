@@ -25,6 +25,16 @@ from snippets.planner.model import (
 ZERO = (0, 1, 2, 3, "hsdp")
 RECOMPUTE = ("none", "selective", "full")
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
+# When ZeRO-2, ZeRO-3 and HSDP reduce the gradients under accumulation:
+# once, in the last micro-batch ("deferred": FSDP2's
+# set_requires_gradient_sync(False) before it, as the course's script
+# and torch.pipelining do), holding them whole until then; or in every
+# micro-batch ("every": FSDP2's default, and what DeepSpeed always
+# does), keeping only a shard.
+GRADIENT_SYNCS = ("deferred", "every")
+# Interleaving depths the search tries: every chunk count that divides
+# a stage's layers, up to 12 (published runs use 2 to 12).
+MAX_CHUNKS = 12
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,7 +44,10 @@ class Layout:
     tensor-parallel ranks per layer, pp pipeline stages run under
     `schedule` with `chunks` model chunks per GPU. sequence_parallel
     None means on whenever tp > 1; embedding_slots gives the embedding
-    and the output layer a layer's place each (Llama 3's split)."""
+    and the output layer a layer's place each (Llama 3's split).
+    FSDP2's choices for ZeRO-3 and HSDP: reshard_after_forward (None:
+    what the course's script does, True without a pipeline, False with
+    one) and gradient_sync (GRADIENT_SYNCS)."""
 
     dp: int
     tp: int
@@ -46,6 +59,8 @@ class Layout:
     embedding_slots: bool = False
     schedule: str = "1f1b"
     chunks: int = 1
+    reshard_after_forward: bool | None = None
+    gradient_sync: str = "deferred"
 
     def __post_init__(self):
         for name in ("dp", "tp", "pp", "cp"):
@@ -61,6 +76,21 @@ class Layout:
         flag("layout.embedding_slots", self.embedding_slots)
         choice("layout.schedule", self.schedule, SCHEDULES)
         count("layout.chunks", self.chunks)
+        if self.reshard_after_forward is not None:
+            flag("layout.reshard_after_forward", self.reshard_after_forward)
+        choice("layout.gradient_sync", self.gradient_sync, GRADIENT_SYNCS)
+        if self.gradient_sync == "every" and self.pp > 1:
+            raise ValueError(
+                "layout.gradient_sync must be 'deferred' with a pipeline "
+                "(pp > 1): torch.pipelining defers the sync of an FSDP2 "
+                f"stage to its last micro-batch; got pp={self.pp}"
+            )
+        if self.gradient_sync == "every" and self.zero not in (2, 3, "hsdp"):
+            raise ValueError(
+                "layout.gradient_sync='every' is for zero 2, 3 or 'hsdp' "
+                "(DDP and ZeRO-1 keep whole gradients and reduce once); "
+                f"got zero={self.zero!r}"
+            )
 
 
 LAYOUT_KEYS = tuple(f.name for f in fields(Layout))
@@ -89,6 +119,8 @@ def check_layout(layout, model, cluster, training=None):
     lay = checked(Layout, "layout", layout)
     if lay.sequence_parallel is None:  # free whenever tp > 1
         lay = replace(lay, sequence_parallel=lay.tp > 1)
+    if lay.reshard_after_forward is None:  # as the script does
+        lay = replace(lay, reshard_after_forward=lay.pp == 1)
     g, (dp, tp, pp, cp) = c.gpus_per_node, (lay.dp, lay.tp, lay.pp, lay.cp)
     if dp * cp * tp * pp != c.gpus:
         raise ValueError(
@@ -116,11 +148,13 @@ def check_layout(layout, model, cluster, training=None):
     if training is not None:
         t = check_training(training)
         micro = microbatches(m, t, dp)
-        if lay.schedule == "interleaved" and micro % pp:
+        if lay.schedule == "interleaved" and micro % max(1, micro // pp):
+            rounds = max(1, micro // pp)
             raise ValueError(
-                "the interleaved schedule runs micro-batches in groups "
-                f"of pp ({pp}): training.global_batch_tokens must give a "
-                f"multiple of {pp} per pipeline, got {micro}"
+                "the interleaved schedule (torch 2.13) runs the "
+                f"micro-batches in max(1, m // pp) = {rounds} rounds: "
+                "training.global_batch_tokens must give a multiple of "
+                f"{rounds} micro-batches per pipeline, got {micro}"
             )
     return Job(m, c, t, lay, tuple(stages), shard, micro)
 
@@ -255,8 +289,8 @@ def schedules(stage_slots, pp, micro):
     if pp == 1:
         return [("1f1b", 1)]
     found = [("1f1b", 1)]
-    if micro % pp == 0:
-        for v in (2, 3, 4, 6, 8):
+    if micro % max(1, micro // pp) == 0:
+        for v in range(2, MAX_CHUNKS + 1):
             if all(n % v == 0 for n in stage_slots):
                 found.append(("interleaved", v))
     return found
@@ -336,21 +370,48 @@ def candidate_layouts(model, cluster, training, only=None):
                                 yield job
 
 
+def fsdp_options(zero, pp, micro, only):
+    """(reshard_after_forward, gradient_sync) pairs to try: FSDP2's
+    choices where they change something, else what the script does.
+    Under a pipeline the stage keeps its weights gathered after each
+    backward either way, so resharding after forward costs gathers and
+    saves nothing at the peak: the search leaves it to `only`."""
+    reshards = [pp == 1]
+    if zero in (3, "hsdp") and pp == 1:
+        reshards = [True, False]
+    syncs = ["deferred"]
+    if zero in (3, "hsdp") and pp == 1 and micro > 1:
+        syncs.append("every")
+    if zero == 2 and pp == 1 and micro > 1:
+        syncs = ["every"]  # deferred, it holds what ZeRO-1 holds
+    if "reshard_after_forward" in only:
+        reshards = [only["reshard_after_forward"]]
+    if "gradient_sync" in only:
+        syncs = [only["gradient_sync"]]
+    return [(r, g) for r in reshards for g in syncs]
+
+
 def _stages(m, c, t, recomputes, base, only):
-    """The base layout with each ZeRO stage and recomputation."""
+    """The base layout with each ZeRO stage, FSDP2 option and
+    recomputation."""
+    micro = microbatches(m, t, base["dp"])
     for zero in [only["zero"]] if "zero" in only else ZERO:
         if zero != 0 and base["dp"] * base["cp"] == 1:
             continue
         if zero == 2 and base["pp"] > 1 and "zero" not in only:
             continue  # it keeps whole gradients there: ZeRO-1
-        for recompute in (
-            [only.get("recompute")] if "recompute" in only else recomputes
-        ):
-            layout = dict(base, zero=zero, recompute=recompute)
-            try:
-                yield check_layout(layout, m, c, t)
-            except ValueError:  # HSDP that this shape cannot do
-                continue
+        for reshard, sync in fsdp_options(zero, base["pp"], micro, only):
+            for recompute in (
+                [only.get("recompute")] if "recompute" in only else recomputes
+            ):
+                layout = dict(base, zero=zero, recompute=recompute)
+                layout |= dict(
+                    reshard_after_forward=reshard, gradient_sync=sync
+                )
+                try:
+                    yield check_layout(layout, m, c, t)
+                except ValueError:  # HSDP that this shape cannot do
+                    continue
 
 
 def name(layout):
@@ -365,6 +426,11 @@ def name(layout):
         words.append(f"interleaved x{layout['chunks']}")
     if layout.get("embedding_slots"):
         words.append("embedding slots")
+    kept = layout.get("reshard_after_forward") is False
+    if zero in (3, "hsdp") and layout.get("pp") == 1 and kept:
+        words.append("kept gathered")
+    if layout.get("gradient_sync") == "every":
+        words.append("sync every micro-batch")
     words.append(f"recompute {layout['recompute']}")
     return ", ".join(words)
 

@@ -15,6 +15,11 @@ PRECISIONS = ("bf16", "fp16", "fp8")
 # (FSDP2's fully_shard on each block) or each module, as DeepSpeed's
 # ZeRO-3 does (two norms, the attention's two matrices, the MLP's).
 FSDP_UNITS = ("layer", "module")
+# reduce_dtype: what the data-parallel reductions move per gradient:
+# "fp32" (4 bytes, FSDP2's reduce_dtype under the course's policy and
+# torchtitan's, and DDP under autocast) or "bf16" (2 bytes, the fp16
+# runs of Megatron-LM and DeepSpeed).
+REDUCE_DTYPES = ("fp32", "bf16")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,6 +100,7 @@ class Training:
     reserve_GB: float = 4.0
     precision: str = "bf16"
     fsdp_unit: str = "layer"
+    reduce_dtype: str = "fp32"
 
     def __post_init__(self):
         count("training.global_batch_tokens", self.global_batch_tokens)
@@ -103,6 +109,7 @@ class Training:
         number("training.reserve_GB", self.reserve_GB, allow_minimum=True)
         choice("training.precision", self.precision, PRECISIONS)
         choice("training.fsdp_unit", self.fsdp_unit, FSDP_UNITS)
+        choice("training.reduce_dtype", self.reduce_dtype, REDUCE_DTYPES)
 
 
 def checked(cls, name, value):
