@@ -8,13 +8,16 @@ from snippets.planner import runs
 from snippets.planner.accuracy import (
     authors_choice,
     compared,
+    held_out_fits,
     same_cluster,
+    source,
     summary,
 )
 from snippets.planner.cost import FIT
-from snippets.planner.fit import FITTED, HELD_OUT, fit, rounded
+from snippets.planner.fit import FITTED, fit, job, rounded
 
-ROWS = [compared(run) for run in runs.RUNS]
+HELD = held_out_fits()
+ROWS = [compared(run, held=HELD) for run in runs.RUNS]
 CHOSEN = [run for run in runs.RUNS if run.chosen]
 # torchtitan's 405B benchmarks run as many micro-batches as stages: the
 # planner rates layouts with more chunks per GPU well above them (the
@@ -30,17 +33,41 @@ def test_the_defaults_are_what_the_fit_returns():
     found, error, evaluations = fit()
     assert rounded(found) == FIT
     assert error < 0.02 and evaluations > 100
-    assert len(FITTED) + len(HELD_OUT) == len(runs.RUNS)
-    assert not set(FITTED) & set(HELD_OUT)
+    assert FITTED == runs.RUNS
 
 
-def test_errors_median_within_15_and_every_row_within_30_percent():
+def test_each_source_is_predicted_by_a_fit_that_never_saw_it():
+    """Six sources, each held out in turn: its fit is the compass
+    search's on every other source's rows, and no other."""
+    assert len(HELD) == len({source(run) for run in runs.RUNS}) == 6
+    name = "Smith et al. 2022"
+    others = [run for run in runs.RUNS if source(run) != name]
+    assert HELD[name] == fit(others, start=FIT)[0]
+    assert HELD[name] != FIT
+    row = next(r for r in ROWS if source(r["run"]) == name)
+    assert row["held_out_error"] != row["error"]
+
+
+def test_errors_fitted_on_all_median_within_10_percent():
+    """Fitted on every row: median within 10%, every row within 30%.
+    Each source held out, the errors are larger; the page reports them
+    as its headline, and this test only checks they are counted."""
     s = summary(ROWS)
-    assert s["median"] <= 0.15
-    assert s["held_median"] <= 0.15 and s["held_worst"] <= 0.30
+    assert s["median"] <= 0.10
     bad = [f"{r['run'].label}: {r['error']:+.1%}" for r in ROWS]
     bad = [b for b, r in zip(bad, ROWS, strict=True) if abs(r["error"]) > 0.3]
     assert not bad, bad
+    assert s["held_median"] > s["median"]
+    assert 0 < s["within_20"] <= len(ROWS)
+
+
+def test_unpublished_chunks_follow_one_rule():
+    """Where a source does not give the chunks per GPU, every row takes
+    the most, up to 8, that divide its stages: not the planner's
+    favourite."""
+    for run in runs.RUNS:
+        if run.chunks is None and run.schedule == "interleaved":
+            assert job(run)[3][0]["chunks"] == 8, run.label
 
 
 GROUPS = same_cluster(ROWS)

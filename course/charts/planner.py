@@ -23,9 +23,19 @@ def draw():
             (fit, PALETTE[0], "o", f"fits ({len(fit)})"),
             (over, PALETTE[1], "x", f"does not fit ({len(over)})"),
         ):
+            # layouts that land on the same spot are drawn once
+            spots = sorted(
+                {
+                    (
+                        round(r["memory_per_gpu_GB"]["total"], 0),
+                        round(r["tokens_per_s"] / 1000, 0),
+                    )
+                    for r in rows
+                }
+            )
             ax.plot(
-                [r["memory_per_gpu_GB"]["total"] for r in rows],
-                [r["tokens_per_s"] / 1000 for r in rows],
+                [gb for gb, _ in spots],
+                [k for _, k in spots],
                 marker,
                 color=color,
                 markersize=4,

@@ -1,6 +1,7 @@
 """The cost model's parameters, fitted to the measured runs of
-snippets/planner/runs.py: every other row (in the table's order) is
-fitted, the rows between are held out to test the result.
+snippets/planner/runs.py: on every row for the planner's defaults, and
+on every source but one to predict that source's rows
+(snippets/planner/accuracy.py, by_source).
 
 The fit is a compass search, written out: from a stated start, try
 each parameter a step up and a step down, keep the first move that
@@ -78,32 +79,36 @@ def job(run):
     if run.framework.startswith("DeepSpeed") and run.zero in (2, 3):
         layout["gradient_sync"] = "every"
     layouts = [layout]
-    if run.chunks is None:
-        layouts = []
-        for chunks in (2, 4, 8):
-            try:
-                check_layout({**layout, "chunks": chunks}, model, nodes)
-            except ValueError:
-                continue
-            layouts.append({**layout, "chunks": chunks})
+    if run.chunks is None:  # one rule for every such row
+        layouts = [
+            {**layout, "chunks": unpublished_chunks(layout, model, nodes)}
+        ]
     return model, nodes, training, layouts
 
 
+def unpublished_chunks(layout, model, nodes, most=8):
+    """Chunks per GPU where a source does not publish them: the most,
+    up to `most`, that divide the layers of every stage (deep
+    interleaving, as Megatron-LM's and Llama 3's runs use)."""
+    for chunks in range(most, 1, -1):
+        try:
+            check_layout({**layout, "chunks": chunks}, model, nodes)
+        except ValueError:
+            continue
+        return chunks
+    raise ValueError(f"no chunk count divides the stages of {layout}")
+
+
 def predict(run, fit=FIT):
-    """The planner's evaluate_layout for the run (the fastest of its
-    layouts, when the chunk count is not published)."""
-    model, nodes, training, layouts = job(run)
-    return max(
-        (evaluate_layout(model, nodes, training, lay, fit) for lay in layouts),
-        key=lambda r: r["tokens_per_s"],
-    )
+    """The planner's evaluate_layout for the run."""
+    model, nodes, training, [layout] = job(run)
+    return evaluate_layout(model, nodes, training, layout, fit)
 
 
 # --8<-- [end:job]
 
 # --8<-- [start:fit]
-FITTED = runs.RUNS[0::2]
-HELD_OUT = runs.RUNS[1::2]
+FITTED = runs.RUNS  # every row; by_source holds each source out
 # Where the search starts, and the range each parameter may take.
 START = Fit(
     a100_gemm_share=0.7,
