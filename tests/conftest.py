@@ -1,11 +1,20 @@
 """`pytest --update-outputs` (make update-outputs) re-records what the
 code blocks in docs/ print instead of checking it; tests marked slow
-(browser, torch, full builds) are left out of `make check`."""
+(browser, torch, full builds) are left out of `make check`.
+
+Time limits: each test has pyproject.toml's `timeout` (pytest-timeout),
+600 s if marked slow, unless it sets its own; importing a test file
+(and the labs it imports) has `collect_timeout` seconds, so that a lab
+that hangs at import fails that file, not the whole run."""
+
+import signal
 
 import pytest
 
 from course import ROOT
 from tests import docblocks
+
+SLOW_TIMEOUT_S = 600  # torchrun launches, whole builds, a browser
 
 
 def pytest_addoption(parser):
@@ -14,6 +23,35 @@ def pytest_addoption(parser):
         action="store_true",
         help="rewrite the recorded outputs in docs/ instead of checking them",
     )
+    parser.addini(
+        "collect_timeout",
+        "seconds that importing one test file may take",
+        default="60",
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    """A test file still importing after collect_timeout seconds is a
+    collection error that names it (signal-based, as pytest-timeout's
+    default: it interrupts Python code and sleeps, not a C call)."""
+    if not isinstance(collector, pytest.Module):
+        return (yield)
+    limit = float(collector.config.getini("collect_timeout"))
+
+    def stop(signum, frame):
+        raise TimeoutError(
+            f"importing {collector.nodeid} still running after {limit:g} s "
+            "(collect_timeout): does a module it imports hang?"
+        )
+
+    before = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        return (yield)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
 
 
 @pytest.fixture(scope="session")
@@ -36,6 +74,11 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.slow)
     ids = {id(item) for item in browser}
     items[:] = [item for item in items if id(item) not in ids] + browser
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker(
+            "timeout"
+        ):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
 
 
 def pytest_runtest_setup(item):

@@ -8,78 +8,16 @@ tests/test_hooks.py.)"""
 
 import difflib
 import filecmp
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from course import ROOT
 from course.build import runner
+from tests.project import build, copy_project
 
 pytestmark = pytest.mark.slow
 SITE = ROOT / "site"  # what `make build` made
-# Modules of the train and test groups: the build must not need them.
-NOT_DOCS = ("torch", "sybil", "pytest", "hypothesis", "playwright", "xdist")
-BUILD = (
-    "import sys\n"
-    f"sys.modules.update(dict.fromkeys({NOT_DOCS!r}))  # import fails\n"
-    "from mkdocs.__main__ import cli\n"
-    "cli(['build', '--strict', '-f', sys.argv[1], '-d', 'site'])\n"
-)
-
-
-def copy_project(dest, with_docs=True):
-    """The working tree as git sees it (tracked and untracked files,
-    without the ignored ones), into `dest`."""
-    listed = subprocess.run(
-        [
-            "git",
-            "-c",
-            f"safe.directory={ROOT}",
-            "ls-files",
-            "-co",
-            "--exclude-standard",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    for name in listed:
-        if (ROOT / name).is_file() and (
-            with_docs or not name.startswith("docs/")
-        ):
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, dest / name)
-    return dest
-
-
-def epoch():
-    """The Makefile's SOURCE_DATE_EPOCH: the last commit's time."""
-    if "SOURCE_DATE_EPOCH" in os.environ:
-        return os.environ["SOURCE_DATE_EPOCH"]
-    return subprocess.run(
-        ["git", "-c", f"safe.directory={ROOT}", "log", "-1", "--format=%ct"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-
-
-def build(project, config="mkdocs.yml"):
-    env = {**os.environ, "PYTHONPATH": str(project), "CI": "true"}
-    return subprocess.run(
-        [sys.executable, "-c", BUILD, config],
-        cwd=project,
-        env=env | {"NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": epoch()},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_a_failing_block_or_notebook_or_a_broken_link_stops_the_build(

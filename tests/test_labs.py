@@ -34,7 +34,7 @@ def test_module_imports_quietly(module):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=30,  # a lab imports in well under a second
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout == "", f"importing {module} printed"
@@ -49,7 +49,7 @@ def test_lab_runs_as_a_script(module):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=30,  # a lab runs in seconds
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip(), f"python -m {module} printed nothing"

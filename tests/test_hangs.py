@@ -1,0 +1,48 @@
+"""A hang ends with its page, notebook cell or test named, in bounded
+time, and leaves no process behind: each case runs on a copy of the
+project (tests/project.py) in which a lab or a cell sleeps for ever."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.project import copy_project, processes_in
+
+pytestmark = pytest.mark.slow
+FOREVER = "\nimport time\n\ntime.sleep(100_000)\n"
+
+
+def hang(path):
+    """`path` (a lab) sleeps for ever when imported."""
+    path.write_text(path.read_text(encoding="utf-8") + FOREVER)
+
+
+def test_a_lab_that_hangs_at_import_fails_its_tests_by_name(tmp_path):
+    project = copy_project(tmp_path, with_docs=False)
+    hang(project / "snippets" / "ddp" / "allreduce.py")
+    (project / "tests" / "test_sleeps.py").write_text(
+        "import time\n\n\ndef test_sleeps():\n    time.sleep(100_000)\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        + ["-o", "collect_timeout=5", "-o", "timeout=5"]
+        + [f"tests/test_{name}.py" for name in ("ddp", "sleeps", "walls")],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(project)},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    took = time.monotonic() - started
+    out = done.stdout
+    assert done.returncode == 1, out[-3000:]
+    assert "ERROR tests/test_ddp.py - TimeoutError: importing" in out, out
+    assert "still running after 5 s (collect_timeout)" in out, out
+    assert "FAILED tests/test_sleeps.py::test_sleeps - Failed: Timeout" in out
+    assert " passed" in out.splitlines()[-1], out[-3000:]  # the run went on
+    assert took < 120, f"the run took {took:.0f} s"
+    assert processes_in(project) == []
