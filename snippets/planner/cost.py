@@ -479,6 +479,18 @@ def memory_GB(job, shape):
     embedding = m.vocab * m.hidden / tp
     full = lay.recompute == "full"
     stored = job_stored_bytes(job, shape)
+    if lay.recompute == "selective":
+        # the attention core is recomputed: its s x s scores, softmax
+        # and dropout are not kept (Korthikanti et al. 2022, Table 2)
+        stored = stored_bytes(
+            m,
+            shape,
+            micro_batch=t.micro_batch,
+            tp=tp,
+            cp=lay.cp,
+            sp=lay.sequence_parallel,
+            flash=True,
+        )
     keep = stored
     if full:
         keep = 2 * tokens * m.hidden / (tp if lay.sequence_parallel else 1)
