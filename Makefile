@@ -64,6 +64,11 @@ serve: setup ## Serve the site on http://127.0.0.1:8000, rebuilding on edits
 build: setup ## Strict build of the site into site/
 	$(BIN)/mkdocs build --strict --clean --site-dir site
 
+.PHONY: pdf
+pdf: setup browser ## The whole course as one PDF: site/course.pdf
+	$(MAKE) build
+	$(BIN)/python -m course.tools.pdf
+
 .PHONY: lint
 lint: setup ## ruff: lint and format check of code, snippets and tests
 	$(BIN)/ruff check .
@@ -87,6 +92,7 @@ browser: ## Get Debian's Chromium for the browser tests, if missing
 test: setup browser ## Every check: lint, strict build, all tests
 	$(MAKE) lint
 	$(MAKE) build
+	$(BIN)/python -m course.tools.pdf
 	$(BIN)/pytest -n $(WORKERS) --dist loadgroup
 
 .PHONY: stress

@@ -14,7 +14,7 @@ from snippets.planner.accuracy import (
     summary,
 )
 from snippets.planner.cost import FIT
-from snippets.planner.fit import FITTED, START, fit, job, rounded
+from snippets.planner.fit import FITTED, fit, job, rounded
 
 HELD = held_out_fits()
 ROWS = [compared(run, held=HELD) for run in runs.RUNS]
@@ -42,7 +42,7 @@ def test_each_source_is_predicted_by_a_fit_that_never_saw_it():
     assert len(HELD) == len({source(run) for run in runs.RUNS}) == 6
     name = "Smith et al. 2022"
     others = [run for run in runs.RUNS if source(run) != name]
-    assert HELD[name] == fit(others, start=START)[0]
+    assert HELD[name] == fit(others, start=FIT)[0]
     assert HELD[name] != FIT
     row = next(r for r in ROWS if source(r["run"]) == name)
     assert row["held_out_error"] != row["error"]

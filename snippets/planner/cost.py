@@ -32,10 +32,6 @@ class Fit:
     # softmax, dropout) move through HBM per byte of activations the
     # layer stores for its backward pass.
     hbm_passes: float
-    # How much faster an FP8 matrix multiply runs than a 16-bit one:
-    # Hopper's datasheet says 2, but the casts and scales around it and
-    # the shapes keep it below.
-    fp8_speedup: float
     # Share of the communication that a schedule lets run beside
     # compute which it really hides: kernels that overlap slow each
     # other down.
@@ -89,12 +85,11 @@ BUCKET_BYTES = 25 * 2**20
 # The fit's result on the measured runs (snippets/planner/fit.py); a
 # test checks that these are what the fit returns.
 FIT = Fit(
-    a100_gemm_share=0.675,
-    h100_gemm_share=0.521,
-    attention_share=0.198,
-    hbm_passes=1.05,
-    fp8_speedup=1.86,
-    overlap=0.52,
+    a100_gemm_share=0.674,
+    h100_gemm_share=0.507,
+    attention_share=0.196,
+    hbm_passes=1.02,
+    overlap=0.523,
 )
 
 
@@ -252,18 +247,17 @@ class LayerSeconds:
 
 def layer_seconds(job, fit, shape, links):
     """LayerSeconds of the job's layers. The weights' matrix multiplies
-    (FP8 ones at the fitted speed-up over 16 bits); attention's QK^T and
-    AV, 4 s h FLOPs per query (a causal flash kernel skips the masked
-    half, a plain one computes all of it); the element-wise kernels at
-    HBM speed."""
+    (FP8 ones at twice the 16-bit rate); attention's QK^T and AV, 4 s h
+    FLOPs per query (a causal flash kernel skips the masked half, a
+    plain one computes all of it); the element-wise kernels at HBM
+    speed."""
     m, c, t, lay = job.model, job.cluster, job.training, job.layout
     h, s, tp, cp = m.hidden, m.seq_len, lay.tp, lay.cp
     hbm = c.hbm_GBps * 1e9
     tokens = t.micro_batch * s / cp  # one micro-batch, on one GPU
     flash = t.flash_attention
     peak = c.peak_TFLOPs * 1e12
-    rate = peak * gemm_share(c, fit)
-    rate *= fit.fp8_speedup if t.precision == "fp8" else 1
+    rate = peak * gemm_share(c, fit) * (2 if t.precision == "fp8" else 1)
     matmuls = 2 * shape.weights * tokens / tp / rate
     attention = 4 * s * h * tokens / tp * (0.5 if flash else 1)
     attention /= peak * fit.attention_share

@@ -115,7 +115,6 @@ START = Fit(
     h100_gemm_share=0.7,
     attention_share=0.4,
     hbm_passes=4.0,
-    fp8_speedup=2.0,
     overlap=0.5,
 )
 BOUNDS = dict(
@@ -123,7 +122,6 @@ BOUNDS = dict(
     h100_gemm_share=(0.3, 1.0),
     attention_share=(0.05, 1.0),
     hbm_passes=(0.0, 20.0),
-    fp8_speedup=(1.0, 2.0),
     overlap=(0.0, 1.0),
 )
 

@@ -298,13 +298,11 @@ def schedules(stage_slots, pp, micro):
 
 def context_sizes(seq_len):
     """Context-parallel sizes worth trying: the sequence split in two,
-    four, ... while each GPU keeps at least 8,192 of its tokens (Llama 3
-    split 128K tokens 16 ways). Below that, a chunk's attention no
-    longer outlasts the transfer of its keys and values, and tensor
-    parallelism and recomputation shrink the activations for less
-    communication."""
+    four, ... while each GPU keeps at least 4,096 of its tokens. Below
+    that, tensor parallelism and recomputation shrink the activations
+    for less communication."""
     sizes, cp = [1], 2
-    while seq_len % cp == 0 and seq_len // cp >= 8192:
+    while seq_len % cp == 0 and seq_len // cp >= 4096:
         sizes.append(cp)
         cp *= 2
     return sizes

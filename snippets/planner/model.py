@@ -9,9 +9,7 @@ from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 from snippets.checks import choice, count, flag, number
 
 # precision: "bf16" (or "fp16", as fast); "fp8" runs the layers' matrix
-# multiplies in FP8 (Hopper's tensor cores: twice the 16-bit peak on the
-# datasheet; the planner's fitted fp8_speedup is what they reach). MFU
-# is still counted against the 16-bit peak.
+# multiplies in FP8 (Hopper's tensor cores: twice the 16-bit rate).
 PRECISIONS = ("bf16", "fp16", "fp8")
 # fsdp_unit: what ZeRO-3 gathers in one collective: a whole layer
 # (FSDP2's fully_shard on each block) or each module, as DeepSpeed's

@@ -16,7 +16,10 @@ PHONE = {"width": 390, "height": 844}
 
 def site_pages(site=SITE):
     """Site paths of the built pages: '' (home), 'zero/', ..."""
+    # (print_page/ is every page at once, the source of course.pdf that
+    # tests/test_pdf.py checks; readers browse the pages themselves)
     found = sorted(Path(site).rglob("index.html"))
+    found = [p for p in found if p.parent.name != "print_page"]
     paths = [p.parent.relative_to(site).as_posix() + "/" for p in found]
     return ["" if p == "./" else p for p in paths]
 

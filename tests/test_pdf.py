@@ -1,0 +1,182 @@
+"""site/course.pdf, which `make pdf` (and `make test`, before the tests)
+prints from the built site: read back with pypdf, it holds every page of
+the nav in order with its title, the title page says what it was built
+from, its table of contents links into it, the labs' recorded outputs
+and a chart's labels are in its text, and every worked answer moved to
+the end of its page."""
+
+import re
+from html import unescape
+
+import pytest
+from mkdocs.utils.yaml import yaml_load
+from pypdf import PdfReader
+
+from course import ROOT
+from course.tools import pdf
+from tests.browser.helpers import SITE
+
+pytestmark = pytest.mark.slow
+PDF = SITE / "course.pdf"
+# pages of paper: 216 at the time of writing; a layout that loses its
+# scale or its print rules moves far from it
+PAPER_PAGES = range(150, 320)
+
+
+def nav_files(nav):
+    for item in nav:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        if isinstance(value, list):
+            yield from nav_files(value)
+        else:
+            yield value
+
+
+def built(source):
+    """The built HTML of a docs/ file: 'zero.md' -> site/zero/index.html."""
+    stem = source.rsplit(".", 1)[0]
+    folder = "" if stem == "index" else stem.removesuffix("/index") + "/"
+    return (SITE / folder / "index.html").read_text(encoding="utf-8")
+
+
+def text(html):
+    """The text of an HTML fragment, without its headerlinks (¶)."""
+    return unescape(re.sub(r"<[^>]+>", "", html)).replace("¶", "")
+
+
+def h1(html):
+    return text(re.search(r"<h1[^>]*>(.*?)</h1>", html, re.S)[1]).strip()
+
+
+def outputs(html):
+    """The text of each lab's Output tab, without its captions."""
+    html = re.sub(r'<span class="filename">.*?</span>', "", html)
+    starts = [
+        m.end() for m in re.finditer(r'<div class="lab-output"[^>]*>', html)
+    ]
+    ends = [html.find('<div class="tabbed-block">', at) for at in starts]
+    return [text(html[a:b]) for a, b in zip(starts, ends, strict=True)]
+
+
+def squeeze(text):
+    """Text without its white space: pypdf breaks and joins lines of a
+    wrapped code block its own way."""
+    return re.sub(r"\s+", "", text)
+
+
+@pytest.fixture(scope="module")
+def reader():
+    if not PDF.is_file():
+        pytest.fail(f"{PDF} is missing: run `make pdf`", pytrace=False)
+    return PdfReader(PDF)
+
+
+@pytest.fixture(scope="module")
+def pages(reader):
+    return [squeeze(p.extract_text()) for p in reader.pages]
+
+
+@pytest.fixture(scope="module")
+def sources():
+    with open(ROOT / "mkdocs.yml", "rb") as file:
+        return list(nav_files(yaml_load(file)["nav"]))
+
+
+def test_page_count(reader, sources):
+    assert len(sources) >= 20
+    assert len(reader.pages) in PAPER_PAGES, len(reader.pages)
+
+
+def test_every_page_is_in_the_outline_in_nav_order(reader, sources):
+    """Each nav page's title (its h1, as the site shows it) is a
+    bookmark of the PDF, in the order of the nav."""
+
+    def walk(outline):
+        for item in outline:
+            if isinstance(item, list):
+                yield from walk(item)
+            else:
+                yield (
+                    item.title.strip(),
+                    reader.get_destination_page_number(item),
+                )
+
+    marks = list(walk(reader.outline))
+    at = []
+    for source in sources:
+        title = h1(built(source))
+        where = [page for name, page in marks if name == title]
+        assert where, f"{source}: no bookmark {title!r}"
+        at.append(max(where))
+    assert at == sorted(at), list(zip(sources, at, strict=True))
+
+
+def test_title_page_says_what_it_was_built_from(pages):
+    assert "MLSystemsInternals" in pages[0]
+    assert re.search(r"Builtfromcommit[0-9a-f]{7,}of\d{4}-\d\d-\d\d", pages[0])
+
+
+def test_contents_link_into_the_pdf(reader):
+    """The table of contents (page 2) links to places in the PDF."""
+    annots = [a.get_object() for a in reader.pages[1].get("/Annots", [])]
+    inner = [
+        a for a in annots if "/Dest" in a or "/A" in a and "/D" in a["/A"]
+    ]
+    assert len(inner) >= 20, annots
+
+
+def test_every_lab_output_is_in_it(pages, sources):
+    """The first line of each lab's recorded output (its Output tab)."""
+    whole = "".join(pages)
+    checked = []
+    for source in sources:
+        for output in outputs(built(source)):
+            line = next(s for s in output.splitlines() if s.strip())
+            assert squeeze(line) in whole, f"{source}: {line!r} not in it"
+            checked.append(line)
+    assert len(checked) >= 40, checked
+
+
+def test_a_chart_is_drawn(pages):
+    """Every word of the zero-bubble chart's labels is text on one page:
+    the chart was drawn as vectors, not left out or rasterised."""
+    html = built("zero-bubble.md")
+    start = html.index('<figure class="diagram chart"')
+    chart = html[start : html.index("</figure>", start)]
+    labels = set(re.findall(r"<text[^>]*>([^<]*[A-Za-z][^<]*)</text>", chart))
+    assert len(labels) >= 5, labels
+    assert any(all(squeeze(x) in page for x in labels) for page in pages)
+
+
+def test_worked_answers_are_at_the_end_of_their_page(pages, sources):
+    kinds = r'<details class="(?:question|success)"'
+    folded = sum(len(re.findall(kinds, built(s))) for s in sources)
+    assert folded >= 20
+    links = sum(
+        p.count(squeeze("The answer is at the end of this page."))
+        for p in pages
+    )
+    assert links == folded
+    # Knowledge check 1: its question, its answer on the page of answers
+    ask, answer, end = (
+        next(n for n, p in enumerate(pages) if squeeze(x) in p)
+        for x in (
+            "1. ZeRO-3 as the first move?",
+            "No: start with DDP.",
+            "Answers: Knowledge checks",
+        )
+    )
+    assert ask < end == answer, (ask, end, answer)
+
+
+def test_built_from_names_the_commit():
+    assert re.fullmatch(
+        r"Built from commit [0-9a-f]{7,} of \d{4}-\d\d-\d\d"
+        r"(, with uncommitted edits to docs/)?\.",
+        pdf.built_from(),
+    )
+
+
+def test_the_home_page_links_to_it():
+    home = (SITE / "index.html").read_text(encoding="utf-8")
+    assert '<a href="course.pdf" download>' in home
