@@ -76,10 +76,15 @@ def pages(reader):
     return [squeeze(p.extract_text()) for p in reader.pages]
 
 
-@pytest.fixture(scope="module")
-def sources():
+def nav_sources():
+    """The docs/ files of the nav, in its order."""
     with open(ROOT / "mkdocs.yml", "rb") as file:
         return list(nav_files(yaml_load(file)["nav"]))
+
+
+@pytest.fixture(scope="module")
+def sources():
+    return nav_sources()
 
 
 def test_page_count(reader, sources):
