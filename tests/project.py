@@ -13,20 +13,23 @@ from course import ROOT
 
 # Modules of the train and test groups: the build must not need them.
 NOT_DOCS = ("torch", "sybil", "pytest", "hypothesis", "playwright", "xdist")
-BUILD = (
-    "import sys\n"
-    f"sys.modules.update(dict.fromkeys({NOT_DOCS!r}))  # import fails\n"
-    "from mkdocs.__main__ import cli\n"
-    "cli(['build', '--strict', '-f', sys.argv[1], '-d', 'site'])\n"
-)
 
 
-def build(project, config="mkdocs.yml", timeout=300):
+def build(project, config="mkdocs.yml", timeout=300, env=None):
     """`mkdocs build --strict` of `project` as CI builds it (no cache),
-    with the train and test groups unimportable."""
-    env = {**os.environ, "PYTHONPATH": str(project), "CI": "true"}
+    with the train and test groups unimportable in every process it
+    starts; `env` adds variables."""
+    hidden = project / ".not-docs"  # modules that shadow those groups'
+    hidden.mkdir(exist_ok=True)
+    for name in NOT_DOCS:
+        (hidden / f"{name}.py").write_text(
+            f"raise ImportError('{name} is not in the docs group')\n"
+        )
+    path = os.pathsep.join([str(hidden), str(project)])
+    env = {**os.environ, "PYTHONPATH": path, "CI": "true", **(env or {})}
     return subprocess.run(
-        [sys.executable, "-c", BUILD, config],
+        [sys.executable, "-m", "mkdocs", "build", "--strict"]
+        + ["-f", config, "-d", "site"],
         cwd=project,
         env=env | {"NO_MKDOCS_2_WARNING": "1", "SOURCE_DATE_EPOCH": epoch()},
         capture_output=True,
@@ -75,13 +78,16 @@ def epoch():
 
 
 def processes_in(folder, grace_s=3.0):
-    """'PID COMMAND' of each process whose working directory is in
-    `folder`, once `grace_s` seconds have not seen them all end."""
+    """'PID COMMAND' of each process but this one whose working
+    directory is in `folder`, once `grace_s` seconds have not seen them
+    all end."""
     folder = Path(folder).resolve()
     deadline = time.monotonic() + grace_s
     while True:
         found = []
         for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
             try:
                 cwd = (entry / "cwd").resolve(strict=True)
                 command = (entry / "cmdline").read_bytes()

@@ -42,7 +42,7 @@ def test_a_failing_block_or_notebook_or_a_broken_link_stops_the_build(
     assert "docs/page.md:3: code block raised ZeroDivisionError" in done.stderr
     assert not (project / "site" / "page" / "index.html").exists()
     (docs / "page.md").write_text("# Page\n")
-    (docs / "exercises").mkdir()  # a notebook, rendered ahead (hooks.py)
+    (docs / "exercises").mkdir()  # a notebook
     (docs / "exercises" / "nb.py").write_text("# %%\nprint(1 / 0)\n")
     (project / "test.yml").write_text(nav.replace("]", ", exercises/nb.py]"))
     done = build(project, "test.yml")

@@ -6,14 +6,11 @@ the whole site.)"""
 import math
 import re
 import shutil
-import subprocess
-import threading
-import time
 from itertools import product
 
 import pytest
 
-from course import ROOT
+from course import ROOT, charts
 from course.build import cache
 from course.charts import (
     course_map,
@@ -135,37 +132,24 @@ def test_the_cache_gives_back_the_drawn_bytes(figures):
         assert figure(name) == html, name  # a second call, from the cache
 
 
-def test_a_chart_being_drawn_elsewhere_is_waited_for_not_drawn_twice(
-    tmp_path, monkeypatch
-):
-    """The build and the process drawing ahead (course/charts/__init__.py): a
-    chart that a live process has claimed is waited for; the claim of a
-    process that died is taken over."""
-    drawn = []
-    monkeypatch.setattr(cache, "folder", lambda name: tmp_path)
-    monkeypatch.setattr(
-        "course.charts.draw", lambda name: drawn.append(name) or f"<{name}>"
-    )
-    with subprocess.Popen(["sleep", "30"]) as other:
-        (tmp_path / "ring.drawing").write_text(str(other.pid))
-
-        def finish():  # what the other process does when it has drawn
-            time.sleep(0.3)
-            part = tmp_path / "ring.other.part"  # whole or not at all,
-            part.write_text("<drawn elsewhere>")  # as _take writes it
-            part.replace(tmp_path / "ring.html")
-            (tmp_path / "ring.drawing").unlink()
-
-        threading.Thread(target=finish).start()
-        assert figure("ring") == "<drawn elsewhere>"
-        other.kill()
-    (tmp_path / "bubble.drawing").write_text(str(other.pid))  # now dead
-    assert figure("bubble") == "<bubble>"
-    assert drawn == ["bubble"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "bubble.html",
-        "ring.html",
-    ]
+def test_the_build_draws_charts_ahead_in_a_pool_it_ends(tmp_path, monkeypatch):
+    """course/charts/__init__.py `Ahead`: the charts are drawn last page
+    first into the cache; a chart the pool is drawing or has drawn is
+    waited for, one it has not started is left to the page; close()
+    ends the pool's worker."""
+    monkeypatch.setattr(cache, "_used", tmp_path)  # the pool's store too
+    ahead = charts.Ahead(["ring", "bubble", "ring"])
+    try:
+        assert list(ahead.futures) == ["ring", "bubble"]
+        ahead.wait_for("ring", limit=60)
+        folder = cache.folder("figures")
+        assert (folder / "ring.html").read_text() == charts.draw("ring")
+        ahead.wait_for("bubble", limit=60)  # drawn, or left to the page
+        assert figure("bubble") == charts.draw("bubble")
+    finally:
+        ahead.close()
+    assert ahead.workers and not any(w.is_alive() for w in ahead.workers)
+    assert charts.Ahead(["ring", "bubble"]).pool is None  # all in the cache
 
 
 def test_figures_have_alt_text_title_and_caption(figures):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.project import copy_project, processes_in
+from tests.project import build, copy_project, processes_in
 
 pytestmark = pytest.mark.slow
 FOREVER = "\nimport time\n\ntime.sleep(100_000)\n"
@@ -45,4 +45,48 @@ def test_a_lab_that_hangs_at_import_fails_its_tests_by_name(tmp_path):
     assert "FAILED tests/test_sleeps.py::test_sleeps - Failed: Timeout" in out
     assert " passed" in out.splitlines()[-1], out[-3000:]  # the run went on
     assert took < 120, f"the run took {took:.0f} s"
+    assert processes_in(project) == []
+
+
+# A page (or notebook) that needs the hanging lab, alone in a site.
+NAV = "INHERIT: mkdocs.yml\nnav: [index.md, {page}]\n"
+LAB = "from snippets.ddp import allreduce\n"
+PAGES = {
+    "block": (
+        "page.md",
+        f'# Page\n\n```python exec="on"\n{LAB}```\n',
+        "docs/page.md:3: code block still running after 5 s",
+    ),
+    "chart": (
+        "page.md",
+        '# Page\n\n```python exec="on" html="true"\n'
+        'from course.charts import figure\n\nprint(figure("ring"))\n```\n',
+        "docs/page.md:3: chart 'ring' still drawing after 5 s",
+    ),
+    "notebook cell": (
+        "exercises/nb.py",
+        f'# %%\nprint("first cell")\n\n# %%\n{LAB}',
+        "A cell timed out while it was being executed, after 5 seconds",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(PAGES))
+def test_a_hang_in_the_build_stops_it_naming_where(tmp_path, kind):
+    page, text, message = PAGES[kind]
+    project = copy_project(tmp_path, with_docs=False)
+    hang(project / "snippets" / "ddp" / "allreduce.py")
+    (project / "docs" / page).parent.mkdir(parents=True)
+    (project / "docs" / "index.md").write_text("# Home\n")
+    (project / "docs" / page).write_text(text)
+    (project / "test.yml").write_text(NAV.format(page=page))
+    started = time.monotonic()
+    done = build(project, "test.yml", env={"SNIPPET_TIMEOUT": "5"})
+    took = time.monotonic() - started
+    assert done.returncode != 0
+    assert message in done.stderr, done.stderr[-3000:]
+    if kind == "notebook cell":
+        assert "Error reading page 'exercises/nb.py'" in done.stderr
+        assert LAB in done.stderr  # the cell
+    assert took < 90, f"the build took {took:.0f} s"
     assert processes_in(project) == []

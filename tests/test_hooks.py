@@ -4,21 +4,17 @@ extensions and one `Build`. A failing or hanging block stops the build
 naming its page and line; a lab reads output first, with the Run tab the
 browser can use; the search index gets a light copy of the page."""
 
-import logging
-import os
 import re
-from collections import defaultdict
 from types import SimpleNamespace
 
 import markdown
 import pytest
 from markdown_exec import markdown_config
-from markdown_exec._internal.formatters import python as python_formatter
 from mkdocs.config import load_config
-from mkdocs.structure.files import File, Files
 
 from course import ROOT
 from course.build import execute, hooks, labs
+from tests.project import processes_in
 
 CONFIG = load_config(str(ROOT / "mkdocs.yml"))
 BEFORE = "# A page\n\nSome prose.\n\n"  # the fence opens on line 5
@@ -62,6 +58,7 @@ def render():
 
     convert.build = build
     yield convert
+    build.stop()
     markdown_config.reset()
 
 
@@ -98,13 +95,17 @@ def test_a_raising_block_stops_the_build_naming_its_line(render, kind):
     )
 
 
-def test_a_hanging_block_is_stopped_by_its_time_limit(render, monkeypatch):
-    # A sleep, not a busy loop: the abandoned thread ends on its own.
-    sleep = "import time\ntime.sleep(3)\n"
+def test_a_hanging_block_is_stopped_with_its_process(
+    render, monkeypatch, tmp_path
+):
+    monkeypatch.chdir(tmp_path)  # where the block's process runs
+    sleep = "import time\ntime.sleep(100_000)\n"
     with pytest.raises(
         execute.SnippetError, match="still running after 0.5 s"
     ):
         render(fence(sleep, 'timeout="0.5"'))
+    assert processes_in(tmp_path, grace_s=0) == []
+    assert "2" in render(fence("print(1 + 1)\n", ""))  # in a new one
     monkeypatch.setenv("SNIPPET_TIMEOUT", "0.5")
     with pytest.raises(
         execute.SnippetError, match="page.md:5: code block still"
@@ -149,22 +150,23 @@ def test_a_kept_block_runs_no_more_and_an_edited_one_after_its_session(
     edited after kept ones runs them first, in a Python that never ran
     them (a new serve), so it finds their globals. Output with a heading
     is not kept."""
-    render.build.kept = tmp_path
+    build = render.build
+    build.kept = tmp_path
     setup = '```python exec="on" session="page"\nx = 20\nprint(x)\n```\n\n'
     page = fence("print(x + 1)\n").replace(BEFORE, BEFORE + setup)
     first = render(page)
     assert ">21" in first and len(list(tmp_path.iterdir())) == 2
     ran = []
-    real = execute.run
+    real = build.run
     monkeypatch.setattr(
-        execute, "run", lambda code, **kw: ran.append(code) or real(code, **kw)
+        build,
+        "run",
+        lambda code, *a, **kw: ran.append(code) or real(code, *a, **kw),
     )
     assert render(page) == first and ran == []
     render(page.replace("Some prose.", "Some prose.\n\nMore, above it."))
     assert ran == []  # its line changed, its HTML did not
-    monkeypatch.setattr(
-        python_formatter, "_sessions_globals", defaultdict(dict)
-    )
+    build.stop()  # the next block runs in a new process
     edited = render(page.replace("x + 1", "x + 2"))
     assert ran == ["x = 20\nprint(x)", "print(x + 2)"] and ">22" in edited
     kept = len(list(tmp_path.iterdir()))
@@ -219,21 +221,29 @@ def test_the_search_index_reads_a_light_copy_of_the_page():
     assert shown.content == figure
 
 
-def test_a_rebuild_imports_the_labs_afresh(monkeypatch):
+def test_each_build_runs_its_blocks_in_a_process_of_its_own(
+    monkeypatch, tmp_path
+):
     """`mkdocs serve` keeps one Python: a lab edited since the last build
-    must not answer from the module imported before the edit."""
-    import sys
-
-    import course.charts.bubble  # noqa: F401 (and the lab it draws)
-
+    must not answer from the module imported before the edit. Each
+    build's blocks run in a new process, ended with the build."""
     monkeypatch.setattr(hooks.vendor, "check", lambda: None)
-    before = dict(sys.modules)
-    try:
-        hooks.Build().on_pre_build(config=None)
-        assert "snippets.pipeline.bubble" not in sys.modules
-        assert "course.charts.bubble" not in sys.modules
-    finally:  # the other tests keep the modules they imported
-        sys.modules.update(before)
+    monkeypatch.setattr(hooks.runner, "archive", lambda: ("labs.zip", ""))
+    monkeypatch.chdir(tmp_path)
+    lab = tmp_path / "lab_for_the_test.py"
+    ask = "import lab_for_the_test\nprint(lab_for_the_test.ANSWER)"
+    answers = []
+    for answer in (1, 2):
+        lab.write_text(f"ANSWER = {answer}\n")
+        build = hooks.Build()
+        build.on_pre_build(config=None)
+        answers.append(
+            build.run(f"import sys\nsys.path[:0] = ['.']\n{ask}", "p:1")
+        )
+        assert processes_in(tmp_path, grace_s=0) != []
+        build.on_build_error(error=None)
+        assert processes_in(tmp_path, grace_s=0) == []
+    assert answers == ["1\n", "2\n"]
 
 
 def test_a_notebook_page_loses_jupyterlab_css_and_random_cell_ids():
@@ -254,69 +264,3 @@ def test_a_notebook_page_loses_jupyterlab_css_and_random_cell_ids():
     assert re.findall(r'id="cell-id=(\w+)"', out) == ["1", "2"]
     assert '<pre tabindex="0">x = 1</pre>' in out
     assert content("ddp.md") == html
-
-
-def test_serve_rebuilds_the_edited_page_or_all_after_another_edit(
-    tmp_path, monkeypatch
-):
-    """`mkdocs serve --dirty`: after a page's edit MkDocs rebuilds that
-    page; after an edit under snippets/ or course/, on_files has it
-    rebuild every page, and the search plugin index them afresh."""
-    docs, site = tmp_path / "docs", tmp_path / "site"
-    config_file = tmp_path / "mkdocs.yml"
-    lab = tmp_path / "snippets" / "lab.py"
-    build_code = tmp_path / "course" / "hooks.py"
-    monkeypatch.setattr(hooks, "CONFIG", config_file)
-    monkeypatch.setattr(hooks, "SOURCES", lab.parent)
-    monkeypatch.setattr(hooks, "COURSE", build_code.parent)
-
-    def write(path, when):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(path.name)
-        os.utime(path, (when, when))
-
-    for path in (config_file, lab, build_code, docs / "a.md", docs / "b.md"):
-        write(path, 1000)
-    for page in ("a", "b"):  # the last build, after the sources
-        write(site / page / "index.html", 2000)
-    search = SimpleNamespace(search_index_prev="the last index")
-    config = SimpleNamespace(plugins={"material/search": search})
-
-    def modified():
-        files = Files(
-            [File(n, str(docs), str(site), True) for n in ("a.md", "b.md")]
-        )
-        hooks.Build().on_files(files, config)
-        return [f.src_uri for f in files if f.is_modified()]
-
-    assert modified() == []
-    write(docs / "a.md", 3000)
-    assert modified() == ["a.md"]
-    assert search.search_index_prev == "the last index"
-    for page in ("a", "b"):
-        write(site / page / "index.html", 4000)
-    write(lab, 5000)
-    assert modified() == ["a.md", "b.md"]
-    assert search.search_index_prev is None
-    for page in ("a", "b"):
-        write(site / page / "index.html", 6000)
-    write(build_code, 7000)
-    assert modified() == ["a.md", "b.md"]
-
-
-def test_the_dirty_build_notice_alone_is_dropped_once(caplog):
-    """Under strict mode MkDocs' notice of a dirty build would abort
-    every `make serve` rebuild; other warnings still count."""
-    log = logging.getLogger("mkdocs.commands.build")
-    before = list(log.filters)
-    try:
-        for _ in range(3):  # serve loads the hooks once per build
-            hooks.quiet_the_dirty_build_notice()
-        added = [f for f in log.filters if f not in before]
-        assert len(added) == 1
-        with caplog.at_level(logging.WARNING, logger=log.name):
-            log.warning("A 'dirty' build is being performed, this will ...")
-            log.warning("Doc file 'walls.md' contains a link 'nowhere.md'")
-        assert [r.getMessage()[:8] for r in caplog.records] == ["Doc file"]
-    finally:
-        log.filters[:] = before

@@ -8,8 +8,8 @@ reuses them. Jinja keeps the theme's compiled templates in
 .cache/templates/ by its own key, each template's source. CI=true (or
 1, yes) turns the cache off: nothing is kept for a later build. The
 charts and notebook pages a build makes still go to a folder, its
-process's own, removed when it exits: it makes some of them ahead, in
-another process or thread (course/build/hooks.py).
+process's own, removed when it exits; the processes the build starts
+`use` the build's (course/build/hooks.py).
 """
 
 import atexit
@@ -23,6 +23,13 @@ from pathlib import Path
 from course import ROOT
 
 STORE = ROOT / ".cache"
+_used = None  # the store of the build that started this process
+
+
+def use(store):
+    """Keep things in `store` (a build's `store()`), in this process."""
+    global _used
+    _used = Path(store)
 
 
 def enabled():
@@ -34,6 +41,13 @@ def _own_store():
     path = Path(tempfile.mkdtemp(prefix="course-build-"))
     atexit.register(shutil.rmtree, path, ignore_errors=True)
     return path
+
+
+def store():
+    """.cache/, or with the cache off this process's own folder."""
+    if _used is not None:
+        return _used
+    return STORE if enabled() else _own_store()
 
 
 def key(root=ROOT):
@@ -50,7 +64,7 @@ def key(root=ROOT):
 def folder(name):
     """.cache/NAME/KEY for the current sources; other keys are removed.
     With the cache off, NAME/KEY in this process's own folder."""
-    current = (STORE if enabled() else _own_store()) / name / key()
+    current = store() / name / key()
     if current.parent.is_dir():
         for old in current.parent.iterdir():
             if old != current:

@@ -12,15 +12,16 @@ with it. It
   text, no inline SVG), which it reads several times faster;
 - gives the notebook pages the site's style instead of JupyterLab's
   inlined CSS, and cell ids that do not change between builds;
-- draws the pages' charts in a second process as well, last page first
-  (course/charts/__init__.py), and renders the notebook pages in a thread from
-  the start, so that both cores work: the notebooks' kernels are
-  processes of their own;
+- draws the charts the pages print ahead, in a process pool it owns
+  (course/charts/__init__.py, `Ahead`), while it builds from the first
+  page: the blocks run in a process of their own (execute.py), so a
+  rebuild imports every lab afresh, and a block, a chart or a notebook
+  cell past its time limit is stopped with its process;
+- gives the notebooks' cells the blocks' time limit (nbclient's
+  timeout, course/build/jupyter/jupyter_nbconvert_config.py);
 - keeps each block's HTML, the charts and mkdocs-jupyter's pages under
-  course/build/cache.py's key, and Jinja's compiled templates, so that a serve
-  rebuild after a prose edit runs and compiles nothing; `make serve`
-  (`--dirty`) then rebuilds that page only, and every page after an
-  edit anywhere else;
+  course/build/cache.py's key, and Jinja's compiled templates, so that a
+  serve rebuild after a prose edit runs and compiles nothing;
 - copies the npm files the site serves, writes the labs' archive and
   the notebooks' downloads into the site (course/build/vendor.py, runner.py,
   notebooks.py).
@@ -29,12 +30,8 @@ with it. It
 import hashlib
 import itertools
 import json
-import logging
 import os
 import re
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,11 +45,6 @@ from course.build import cache, execute, labs, notebooks, runner, vendor
 from course.build.fences import number_lines
 
 PYTHON_FENCES = ("python", "py", "pycon")
-FRESH = (
-    "snippets",
-    "course.charts",
-    "course.charts._svg",
-)  # imported anew per build
 PRE = re.compile(r"<pre\b[^>]*>(.*?)</pre>", re.DOTALL)
 NOT_CODE = re.compile(r"<(?!/?code\b)[^>]*>")  # any tag but <code>
 SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
@@ -60,29 +52,8 @@ STYLE = re.compile(r"<style\b[^>]*>.*?</style>\s*", re.DOTALL)
 CELL_ID = re.compile(r'id="cell-id=[^"]*"')
 HEADING = re.compile(r"<h[1-6]\b")
 CONFIG = ROOT / "mkdocs.yml"
-SOURCES, COURSE = ROOT / "snippets", ROOT / "course"
+JUPYTER = ROOT / "course" / "build" / "jupyter"  # nbconvert's settings
 CODE_BOX = re.compile(r'(<div class="highlight-ipynb[^"]*">)<pre>')
-
-
-class DirtyBuildNotice(logging.Filter):
-    """Drops MkDocs' warning that a dirty build (`make serve`) may leave
-    navigation stale: on_files rebuilds every page after an edit to
-    anything they are made from but a page, and the nav's titles are
-    mkdocs.yml's. Under strict mode,
-    the warning would abort every rebuild."""
-
-    def filter(self, record):
-        return not record.getMessage().startswith("A 'dirty' build")
-
-
-def quiet_the_dirty_build_notice():
-    """One DirtyBuildNotice on MkDocs' build logger, however many times
-    `mkdocs serve` loads this file."""
-    log = logging.getLogger("mkdocs.commands.build")
-    for old in list(log.filters):
-        if type(old).__name__ == DirtyBuildNotice.__name__:
-            log.removeFilter(old)
-    log.addFilter(DirtyBuildNotice())
 
 
 @dataclass
@@ -101,8 +72,8 @@ class Build:
     full: dict = field(default_factory=dict)  # page URL -> its HTML
     archive: str = ""  # the name of the labs' archive
     kept: Path | None = None  # where blocks' HTML is kept (cache on)
-    drawing: subprocess.Popen | None = None  # drawing charts ahead
-    rendering: dict = field(default_factory=dict)  # notebook -> Future
+    worker: execute.Runner | None = None  # runs the blocks
+    ahead: charts.Ahead | None = None  # draws the charts ahead
 
     def on_config(self, config):
         """Python fences run through `self.format`; notebook cache."""
@@ -120,7 +91,10 @@ class Build:
             jupyter = config.plugins["mkdocs-jupyter"].config  # with CI=true
             jupyter["cache"] = True  # this build's own folder (cache.py)
             jupyter["cache_dir"] = str(cache.folder("notebooks"))
-        quiet_the_dirty_build_notice()
+        paths = os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep)
+        if str(JUPYTER) not in paths:  # Jupyter's own way to add settings
+            paths.insert(0, str(JUPYTER))
+            os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(paths)
         return config
 
     def on_pre_build(self, config):
@@ -131,98 +105,24 @@ class Build:
             digest = hashlib.sha256(CONFIG.read_bytes()).hexdigest()[:16]
             self.kept = cache.folder("blocks") / digest
             self.kept.mkdir(exist_ok=True)
-        # Under `mkdocs serve`, one Python builds again and again: the
-        # blocks and the charts must import a lab (or a chart) edited
-        # since the last build afresh, not from sys.modules.
-        for name in [n for n in sys.modules if n.startswith(FRESH)]:
-            del sys.modules[name]
-
-    def on_files(self, files, config):
-        """`mkdocs serve --dirty` rebuilds a page when its source is
-        newer than its built copy. The pages also run the labs, include
-        files and are built by course/ and mkdocs.yml: an edit to any of
-        those rebuilds them all."""
-        pages = files.documentation_pages()
-        built = [f for f in pages if os.path.isfile(f.abs_dest_path)]
-        if not built:  # a clean build: every page is built anyway
-            return files
-        used = [CONFIG, *SOURCES.rglob("*"), *COURSE.rglob("*")]
-        used += [
-            Path(f.abs_src_path) for f in files.media_files() if f.abs_src_path
-        ]
-        newest = max(
-            path.stat().st_mtime
-            for path in used
-            if path.is_file() and "__pycache__" not in path.parts
-        )
-        stale = [
-            f for f in built if os.path.getmtime(f.abs_dest_path) < newest
-        ]
-        for file in stale:  # older than its source: MkDocs rebuilds it
-            os.utime(file.abs_dest_path, (0, 0))
-        search = config.plugins.get("material/search")
-        if stale and search is not None:  # it would keep the old copies
-            search.search_index_prev = None
-        return files
+        self.worker = execute.Runner(setup=(cache.use, cache.store()))
 
     def on_nav(self, nav, config, files):
-        """Start drawing the pages' charts in a second process, last
-        page first, while this one builds from the first (course/charts/),
-        and the notebooks in a thread if their cache is empty."""
+        """Start drawing the pages' charts ahead, last page first, while
+        this process builds from the first (course/charts/)."""
         names = [
             name
             for file in files.documentation_pages()  # in the build's order
             if file.src_uri.endswith(".md")
             for name in charts.printed(file.content_string)
         ]
-        self.drawing = charts.ahead(names)
-        self.rendering = self.render_ahead(config, files)
+        self.ahead = charts.Ahead(names)
 
-    def render_ahead(self, config, files):
-        """Render the notebook pages now, in a thread: their kernels run
-        on the other core while this thread builds the pages before
-        them. When the build reaches one, mkdocs-jupyter finds it in its
-        cache (on_config). Not when that cache holds any page: a warm
-        rebuild would only read it twice, and after one notebook's edit
-        that one renders in its turn, as without this thread."""
-        plugin = config.plugins.get("mkdocs-jupyter")
-        if plugin and any(Path(plugin.config["cache_dir"]).glob("*.json")):
-            return {}
-        pages = [
-            file.page
-            for file in files.documentation_pages()
-            if plugin and file.page and plugin.should_include(file)
-        ]
-        if not pages:
-            return {}
-
-        def render(page):
-            plugin.on_pre_page(page, config=config, files=files)
-            page.render(config, files)
-
-        pool = ThreadPoolExecutor(max_workers=1)
-        rendering = {p.file.src_uri: pool.submit(render, p) for p in pages}
-        pool.shutdown(wait=False)  # it renders them all, then ends
-        return rendering
-
-    @event_priority(100)  # before mkdocs-jupyter's
-    def on_pre_page(self, page, config, files):
-        """A notebook page waits for its render ahead (its cache entry)."""
-        rendering = self.rendering.pop(page.file.src_uri, None)
-        if rendering is not None:
-            rendering.result()  # done, or its error stops the build
-        return page
-
-    def stop_drawing(self, wait):
-        if self.drawing is not None:
-            if not wait:
-                self.drawing.kill()
-            try:
-                self.drawing.wait(timeout=charts.WAIT_S)
-            except subprocess.TimeoutExpired:
-                self.drawing.kill()
-                self.drawing.wait()
-            self.drawing = None
+    def stop(self):
+        """End every process this build started."""
+        for owned in (self.ahead, self.worker):
+            if owned is not None:
+                owned.close()
 
     def on_page_markdown(self, markdown, page, config, files):
         self.page, self.blocks, self.labs = page, [], 0
@@ -267,13 +167,11 @@ class Build:
                     self.labs += 1
                 return Markup(stored.read_text(encoding="utf-8"))
             for skipped in [b for b in earlier if not b.ran]:
-                execute.run(skipped.code, where=skipped.where, session=session)
+                self.run(skipped.code, skipped.where, session=session)
                 skipped.ran = True  # the session's globals, as if it had run
 
             def run(code, **_):
-                return execute.run(
-                    code, where=where, limit=limit, session=session
-                )
+                return self.run(code, where, limit, session)
 
             if options["source"] == "lab":
                 lab = labs.Lab(
@@ -308,6 +206,18 @@ class Build:
             raise
         except Exception as error:  # superfences would print it as code
             raise execute.SnippetError(f"{where}: {error!r}") from error
+
+    def run(self, code, where, limit=execute.TIME_LIMIT_S, session=None):
+        """What the block prints, once the charts it prints are drawn."""
+        if self.worker is None:  # a page converted without a build
+            self.worker = execute.Runner()
+        for name in charts.printed(code):
+            if self.ahead is not None:
+                try:
+                    self.ahead.wait_for(name, limit)
+                except TimeoutError as error:
+                    raise execute.SnippetError(f"{where}: {error}") from None
+        return self.worker.run(code, where=where, limit=limit, session=session)
 
     def stored(self, source, language, options, setup, limit):
         """Where the HTML of this block is kept under course.build.cache's key
@@ -383,10 +293,10 @@ class Build:
         return context
 
     def on_build_error(self, error):
-        self.stop_drawing(wait=False)
+        self.stop()
 
     def on_post_build(self, config):
-        self.stop_drawing(wait=True)  # every chart is drawn: it ends
+        self.stop()  # every chart a page printed is drawn
         vendor.copy(config.site_dir)
         runner.write_archive(config.site_dir)
         notebooks.publish(config.site_dir)
@@ -395,9 +305,7 @@ class Build:
 build = Build()
 on_config = build.on_config
 on_pre_build = build.on_pre_build
-on_files = build.on_files
 on_nav = build.on_nav
-on_pre_page = build.on_pre_page
 on_page_markdown = build.on_page_markdown
 on_env = build.on_env
 on_page_content = build.on_page_content

@@ -14,28 +14,23 @@ What a chart drew is kept in course.build.cache's folder, so a rebuild after
 a prose edit draws nothing; any edit under snippets/ or course/ draws
 every chart again.
 
-Drawing is most of a build's work, and a build uses one core, so a
-build starts a second process (`ahead`, from course/build/hooks.py) that
-draws the pages' charts into that folder, last page first, while the
-build works from the first. Whichever takes a chart first draws it:
-its `NAME.drawing` file holds its process id, and the other waits.
+Drawing is most of a cold build's work: the build draws the charts
+its pages print ahead, in a process pool it owns (`save`, from
+course/build/hooks.py), and a page's block waits for its chart there.
 """
 
 import importlib
+import multiprocessing
 import os
 import pkgutil
 import re
-import subprocess
-import sys
-import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from course import ROOT
 from course.build import cache
 
 FOLDER = Path(__file__).parent
 PRINTED = re.compile(r"""\bfigure\(["']([\w-]+)["']\)""")
-WAIT_S = 60  # for a chart the other process is drawing (the block limit)
 
 
 def names():
@@ -66,88 +61,73 @@ def draw(name):
     return importlib.import_module(module).draw()
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)  # no signal: only whether it exists
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's
-    return True
-
-
-def _take(path):
-    """Draw chart path.stem into `path` unless it is there or another
-    live process is drawing it; False when it is that other's."""
-    if path.is_file():
-        return True
-    claim = path.with_suffix(".drawing")  # born holding its process id:
-    mine = path.with_suffix(f".{os.getpid()}.pid")  # linked into place
-    mine.write_text(str(os.getpid()))
-    try:
-        while not path.is_file():
-            try:
-                os.link(mine, claim)
-            except FileExistsError:
-                try:
-                    pid = int(claim.read_text())
-                except FileNotFoundError:
-                    continue  # just let go: look again
-                if _alive(pid):
-                    return False
-                claim.unlink(missing_ok=True)  # its process died
-                continue
-            try:
-                part = path.with_suffix(f".{os.getpid()}.part")
-                part.write_text(draw(path.stem), encoding="utf-8")
-                part.replace(path)  # whole or not at all
-            finally:
-                claim.unlink(missing_ok=True)
-    finally:
-        mine.unlink(missing_ok=True)
-    return True
+def save(name):
+    """Draw chart `name` into the cache folder, whole or not at all."""
+    path = cache.folder("figures") / f"{name}.html"
+    part = path.with_suffix(f".{os.getpid()}.part")
+    part.write_text(draw(name), encoding="utf-8")
+    part.replace(path)
+    return path
 
 
 def figure(name):
     """The <figure> HTML of chart `name`, drawn once per cache key (by
-    this process, or by the one drawing ahead)."""
+    this process, or ahead by the build's pool)."""
     check(name)
     path = cache.folder("figures") / f"{name}.html"
-    deadline = time.monotonic() + WAIT_S
-    while not _take(path):
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"chart {name!r}: another process has drawn it for over "
-                f"{WAIT_S} s"
-            )
-        time.sleep(0.02)
+    if not path.is_file():
+        save(name)
     return path.read_text(encoding="utf-8")
 
 
-def ahead(charts):
-    """Start drawing `charts` (names, in page order) into the cache
-    folder in a second process, the last first; the process, or None
-    when every one is drawn already."""
-    folder = cache.folder("figures")
-    missing = [n for n in charts if not (folder / f"{n}.html").is_file()]
-    if not missing:
-        return None
-    return subprocess.Popen(  # -m: it imports course/ from its cwd
-        [sys.executable, "-m", "course.charts", str(folder), *missing[::-1]],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-    )
+class Ahead:
+    """The charts `names` (in page order) that the cache lacks, drawn
+    ahead, the last page's first, by a process pool that this object
+    owns, while the build works from the first page (one worker: with
+    the build's own process, both cores)."""
 
+    def __init__(self, names):
+        folder = cache.folder("figures")
+        missing = [
+            name
+            for name in dict.fromkeys(reversed(names))
+            if not (folder / f"{name}.html").is_file()
+        ]
+        self.pool, self.futures, self.workers = None, {}, set()
+        if not missing:
+            return
+        before = set(multiprocessing.active_children())
+        self.pool = ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=cache.use,
+            initargs=(cache.store(),),
+        )
+        self.futures = {name: self.pool.submit(save, name) for name in missing}
+        # its worker, started by the first submit: for close() to kill
+        self.workers = set(multiprocessing.active_children()) - before
 
-def main(argv):
-    folder, *charts = argv
-    for name in charts:
+    def wait_for(self, name, limit):
+        """Chart `name` drawn, or left to the caller to draw when the pool
+        has not started it. A TimeoutError if the pool is still drawing it
+        after `limit` seconds."""
+        future = self.futures.pop(name, None)
+        if future is None or future.cancel():
+            return
         try:
-            _take(Path(folder, f"{name}.html"))
-        except Exception:  # the build draws it again, and names the page
-            continue
-    return 0
+            future.result(timeout=limit)
+        except TimeoutError:
+            raise TimeoutError(
+                f"chart {name!r} still drawing after {limit:g} s"
+            ) from None
+        except Exception:  # the caller draws it again, and says where
+            return
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    def close(self):
+        """Cancel what the pool has not started, and stop its worker."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            for worker in self.workers:
+                worker.kill()
+                worker.join()
+            self.pool = None
