@@ -141,9 +141,11 @@ def bad_cases(table):
     ]
 
 
-def bad_input_tests(table, page=None):
+def bad_input_tests(table, page=None, only=None, but=()):
     """A page's bad-input tests, as a class for its test file to hold.
-    Without `page`, the file checks its table's coverage itself."""
+    With `page`, a check that the table covers snippets/<page>/ (the
+    modules named in `only`, if given, less those in `but`); without,
+    the file checks its table's coverage itself."""
 
     class TestBadInput:
         @pytest.mark.parametrize(
@@ -164,7 +166,8 @@ def bad_input_tests(table, page=None):
         if page is not None:
 
             def test_every_argument_has_some(self):
-                assert_every_argument_has_bad_inputs(table, page)
+                modules = lab_modules(page, only, but)
+                assert_every_argument_has_bad_inputs(table, modules)
 
     return TestBadInput
 
@@ -184,25 +187,28 @@ def _name(function):
     return f"{function.__module__}.{function.__qualname__}"
 
 
-def lab_modules(page):
-    """The modules of snippets/<page>/."""
+def lab_modules(page, only=None, but=()):
+    """The modules of snippets/<page>/ (those named in `only`, if given,
+    less those named in `but`)."""
     folder = ROOT / "snippets" / page
-    return [
+    modules = [
         importlib.import_module(f"snippets.{page}.{path.stem}")
         for path in sorted(folder.glob("*.py"))
         if path.stem != "__init__"
+        and (only is None or path.stem in only)
+        and path.stem not in but
     ]
+    assert modules, f"no modules in snippets/{page}/"
+    return modules
 
 
-def assert_every_argument_has_bad_inputs(table, page):
-    """Every argument of every public function in snippets/<page>/ has a
-    row in `table`, with at least FEWEST_BAD_VALUES bad values. An
-    argument taken as **keywords must have rows of its own: those that
-    are not named parameters."""
+def assert_every_argument_has_bad_inputs(table, modules):
+    """Every argument of every public function in `modules` has a row in
+    `table`, with at least FEWEST_BAD_VALUES bad values. An argument
+    taken as **keywords must have rows of its own: those that are not
+    named parameters."""
     # By name, so that a function is found however it was imported.
     rows = {_name(function): kinds for _, function, _, kinds in table}
-    modules = lab_modules(page)
-    assert modules, f"no modules in snippets/{page}/"
     for module in modules:
         functions = public_functions(module)
         assert functions, f"no public functions in {module.__name__}"

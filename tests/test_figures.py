@@ -32,6 +32,9 @@ from snippets.pipeline.schedule import (
 )
 from snippets.zero.memory import memory_per_gpu
 
+# The figures fixture draws every chart: seconds alone, minutes under load.
+pytestmark = pytest.mark.timeout(300)
+
 
 @pytest.fixture(scope="module")
 def figures():

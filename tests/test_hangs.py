@@ -44,7 +44,7 @@ def test_a_lab_that_hangs_at_import_fails_its_tests_by_name(tmp_path):
     assert "still running after 5 s (collect_timeout)" in out, out
     assert "FAILED tests/test_sleeps.py::test_sleeps - Failed: Timeout" in out
     assert " passed" in out.splitlines()[-1], out[-3000:]  # the run went on
-    assert took < 120, f"the run took {took:.0f} s"
+    assert took < 180, f"the run took {took:.0f} s"  # 5 + 5 s of hangs
     assert processes_in(project) == []
 
 
@@ -88,5 +88,5 @@ def test_a_hang_in_the_build_stops_it_naming_where(tmp_path, kind):
     if kind == "notebook cell":
         assert "Error reading page 'exercises/nb.py'" in done.stderr
         assert LAB in done.stderr  # the cell
-    assert took < 90, f"the build took {took:.0f} s"
+    assert took < 150, f"the build took {took:.0f} s"  # 5 s of it hung
     assert processes_in(project) == []

@@ -323,6 +323,6 @@ BAD_INPUT = [
     ),
 ]
 
-
-# the pipeline page's test file runs these rows, and checks that
-# they cover snippets/pipeline/zero_bubble*.py
+TestBadInput = inputs.bad_input_tests(
+    BAD_INPUT, "pipeline", only=("zero_bubble", "zero_bubble_ladder")
+)
