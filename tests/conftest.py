@@ -38,12 +38,19 @@ def pytest_make_collect_report(collector):
     if not isinstance(collector, pytest.Module):
         return (yield)
     limit = float(collector.config.getini("collect_timeout"))
+    path = str(collector.path)
 
     def stop(signum, frame):
-        raise TimeoutError(
-            f"importing {collector.nodeid} still running after {limit:g} s "
-            "(collect_timeout): does a module it imports hang?"
-        )
+        """Raise where the file's own import runs, if it still does."""
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename == path and code.co_name == "<module>":
+                raise TimeoutError(
+                    f"importing {collector.nodeid} still running after "
+                    f"{limit:g} s (collect_timeout): does a module it "
+                    "imports hang?"
+                )
+            frame = frame.f_back
 
     before = signal.signal(signal.SIGALRM, stop)
     signal.setitimer(signal.ITIMER_REAL, limit)
