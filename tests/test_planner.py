@@ -748,3 +748,13 @@ def test_korthikantis_530b_with_selective_recomputation_fits():
     assert selective["memory_per_gpu_GB"]["total"] < 85.9
     ratio = selective["mfu"] / full["mfu"]
     assert ratio == pytest.approx(54.2 / 42.1, rel=0.05)
+
+
+def test_a_fused_stack_runs_the_compute_faster_by_its_fitted_speedup():
+    fused = {**JOB, "stack": "fused"}
+    native = run(LAYOUT)["step_s"]["compute"]
+    assert run(LAYOUT, job=fused)["step_s"]["compute"] == pytest.approx(
+        native / FIT.fused_speedup
+    )
+    with pytest.raises(ValueError, match="training.stack"):
+        run(LAYOUT, job={**JOB, "stack": "megatron"})

@@ -13,7 +13,7 @@ SOURCES = (
     ("megatron-t2", "Megatron-LM, Table 2", "s"),
     ("llama3", "Llama 3", "D"),
     ("torchtitan", "torchtitan", "^"),
-    ("", "BLOOM, OPT, MT-NLG", "v"),
+    ("", "BLOOM, OPT, MT-NLG, NeMo", "v"),
 )
 
 

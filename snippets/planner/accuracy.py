@@ -7,7 +7,7 @@ import statistics
 
 from snippets.planner import runs
 from snippets.planner.cost import FIT
-from snippets.planner.fit import fit, job, predict
+from snippets.planner.fit import START, fit, job, predict
 from snippets.planner.layouts import name, plan_layouts
 
 SAME = ("dp", "tp", "pp", "cp", "zero", "recompute", "sequence_parallel")
@@ -25,7 +25,7 @@ def held_out_fits(rows=runs.RUNS):
     them, nor anything else its authors measured."""
     sources = sorted({source(run) for run in rows})
     return {
-        name: fit([r for r in rows if source(r) != name], start=FIT)[0]
+        name: fit([r for r in rows if source(r) != name], start=START)[0]
         for name in sources
     }
 
@@ -125,6 +125,10 @@ MEANINGS = {
     "sustain",
     "hbm_passes": "HBM bytes the element-wise kernels move per byte of "
     "activations a layer stores",
+    "fused_speedup": "how much faster a fused stack (Megatron-LM, NeMo) "
+    "runs a layer's compute than PyTorch-native code",
+    "fp8_speedup": "an FP8 matrix multiply's speed over a 16-bit one "
+    "(Hopper's datasheet: 2; only torchtitan measures FP8)",
     "overlap": "share of the hideable communication that hides",
 }
 

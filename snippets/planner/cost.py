@@ -32,6 +32,13 @@ class Fit:
     # softmax, dropout) move through HBM per byte of activations the
     # layer stores for its backward pass.
     hbm_passes: float
+    # How much faster a fused software stack (Megatron's and NeMo's
+    # kernels) runs the same compute than PyTorch-native code.
+    fused_speedup: float
+    # How much faster an FP8 matrix multiply runs than a 16-bit one:
+    # Hopper's datasheet says 2, but the casts and scales around it and
+    # the shapes keep it below.
+    fp8_speedup: float
     # Share of the communication that a schedule lets run beside
     # compute which it really hides: kernels that overlap slow each
     # other down.
@@ -85,11 +92,13 @@ BUCKET_BYTES = 25 * 2**20
 # The fit's result on the measured runs (snippets/planner/fit.py); a
 # test checks that these are what the fit returns.
 FIT = Fit(
-    a100_gemm_share=0.674,
-    h100_gemm_share=0.507,
+    a100_gemm_share=0.51,
+    h100_gemm_share=0.541,
     attention_share=0.196,
-    hbm_passes=1.02,
-    overlap=0.523,
+    hbm_passes=1.76,
+    fused_speedup=1.33,
+    fp8_speedup=1.96,
+    overlap=0.52,
 )
 
 
@@ -247,17 +256,18 @@ class LayerSeconds:
 
 def layer_seconds(job, fit, shape, links):
     """LayerSeconds of the job's layers. The weights' matrix multiplies
-    (FP8 ones at twice the 16-bit rate); attention's QK^T and AV, 4 s h
-    FLOPs per query (a causal flash kernel skips the masked half, a
-    plain one computes all of it); the element-wise kernels at HBM
-    speed."""
+    (FP8 ones at the fitted speed-up over 16 bits); attention's QK^T and
+    AV, 4 s h FLOPs per query (a causal flash kernel skips the masked
+    half, a plain one computes all of it); the element-wise kernels at
+    HBM speed."""
     m, c, t, lay = job.model, job.cluster, job.training, job.layout
     h, s, tp, cp = m.hidden, m.seq_len, lay.tp, lay.cp
     hbm = c.hbm_GBps * 1e9
     tokens = t.micro_batch * s / cp  # one micro-batch, on one GPU
     flash = t.flash_attention
     peak = c.peak_TFLOPs * 1e12
-    rate = peak * gemm_share(c, fit) * (2 if t.precision == "fp8" else 1)
+    rate = peak * gemm_share(c, fit)
+    rate *= fit.fp8_speedup if t.precision == "fp8" else 1
     matmuls = 2 * shape.weights * tokens / tp / rate
     attention = 4 * s * h * tokens / tp * (0.5 if flash else 1)
     attention /= peak * fit.attention_share
@@ -272,6 +282,10 @@ def layer_seconds(job, fit, shape, links):
     # (the backward pass also reduce-scatters their gradients).
     kv = 2 * 2 * tokens * cp * m.kv_heads * (h // m.heads) / tp
     cp_pass = ring_s("all-gather", kv, cp, links.group(tp, cp), fit)
+    stack = stack_speedup(t, fit)
+    matmuls, attention, elementwise = (
+        x / stack for x in (matmuls, attention, elementwise)
+    )
     compute = matmuls + attention + elementwise
     # Backward: twice the forward's work, but a flash kernel computes
     # the scores again (five products to the forward's two); full
@@ -357,7 +371,16 @@ def head_seconds(job, fit):
     hbm = c.hbm_GBps * 1e9
     head = 2 * m.hidden * m.vocab * tokens / lay.tp / rate
     head += fit.hbm_passes * LOGIT_BYTES * m.vocab * tokens / lay.tp / hbm
-    return head * 3
+    return head * 3 / stack_speedup(t, fit)
+
+
+def stack_speedup(training, fit):
+    """How much faster a fused software stack (Megatron-LM, NeMo and
+    the DeepSpeed stacks built on them: fused element-wise kernels,
+    Transformer Engine) runs a layer's compute than PyTorch-native
+    code (FSDP2 and torch.compile, as in torchtitan and the course's
+    script)."""
+    return fit.fused_speedup if training.stack == "fused" else 1.0
 
 
 def send_seconds(job, links):

@@ -23,6 +23,11 @@ from snippets.planner.layouts import check_layout, evaluate_layout
 from snippets.planner.model import GPUS, cluster
 
 PRECISION = {"fp8-linear": "fp8"}  # Float8 matmuls; fp16 runs as bf16
+# Frameworks with Megatron's fused kernels: Megatron-LM, NeMo, and the
+# DeepSpeed runs on Megatron's model code (BLOOM, MT-NLG, Megatron-LM's
+# own ZeRO-3 comparison). torchtitan, metaseq (OPT) and Meta's Llama 3
+# stack count as PyTorch-native.
+FUSED = ("Megatron", "NeMo", "DeepSpeed")
 
 
 def job(run):
@@ -53,6 +58,7 @@ def job(run):
         # fp16 runs reduce in 16 bits; bf16 ones in fp32 (FSDP2's
         # policy, Megatron-LM's main gradients under bf16).
         reduce_dtype="bf16" if run.precision == "fp16" else "fp32",
+        stack="fused" if run.framework.startswith(FUSED) else "native",
         # DeepSpeed's ZeRO-3 gathers module by module, FSDP by layer.
         fsdp_unit="module"
         if run.framework.startswith("DeepSpeed")
@@ -115,6 +121,8 @@ START = Fit(
     h100_gemm_share=0.7,
     attention_share=0.4,
     hbm_passes=4.0,
+    fused_speedup=1.0,
+    fp8_speedup=2.0,
     overlap=0.5,
 )
 BOUNDS = dict(
@@ -122,6 +130,8 @@ BOUNDS = dict(
     h100_gemm_share=(0.3, 1.0),
     attention_share=(0.05, 1.0),
     hbm_passes=(0.0, 20.0),
+    fused_speedup=(0.5, 2.0),
+    fp8_speedup=(1.0, 2.0),
     overlap=(0.0, 1.0),
 )
 

@@ -9,7 +9,9 @@ from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 from snippets.checks import choice, count, flag, number
 
 # precision: "bf16" (or "fp16", as fast); "fp8" runs the layers' matrix
-# multiplies in FP8 (Hopper's tensor cores: twice the 16-bit rate).
+# multiplies in FP8 (Hopper's tensor cores: twice the 16-bit peak on the
+# datasheet; the planner's fitted fp8_speedup is what they reach). MFU
+# is still counted against the 16-bit peak.
 PRECISIONS = ("bf16", "fp16", "fp8")
 # fsdp_unit: what ZeRO-3 gathers in one collective: a whole layer
 # (FSDP2's fully_shard on each block) or each module, as DeepSpeed's
@@ -20,6 +22,10 @@ FSDP_UNITS = ("layer", "module")
 # torchtitan's, and DDP under autocast) or "bf16" (2 bytes, the fp16
 # runs of Megatron-LM and DeepSpeed).
 REDUCE_DTYPES = ("fp32", "bf16")
+# stack: the software that runs the layers: "native" PyTorch (FSDP2,
+# torch.compile: torchtitan, the course's script) or a "fused" stack
+# (Megatron-LM, NeMo, and DeepSpeed on Megatron's model code).
+STACKS = ("native", "fused")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,6 +107,7 @@ class Training:
     precision: str = "bf16"
     fsdp_unit: str = "layer"
     reduce_dtype: str = "fp32"
+    stack: str = "native"
 
     def __post_init__(self):
         count("training.global_batch_tokens", self.global_batch_tokens)
@@ -110,6 +117,7 @@ class Training:
         choice("training.precision", self.precision, PRECISIONS)
         choice("training.fsdp_unit", self.fsdp_unit, FSDP_UNITS)
         choice("training.reduce_dtype", self.reduce_dtype, REDUCE_DTYPES)
+        choice("training.stack", self.stack, STACKS)
 
 
 def checked(cls, name, value):

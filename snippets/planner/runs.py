@@ -881,6 +881,79 @@ TORCHTITAN += tuple(
         (8, 262144, 16),
     )
 )
+# NVIDIA's NeMo benchmarks (Megatron-Bridge, Transformer Engine) of
+# Llama 3 on DGX H100 with FP8 linear layers (current scaling):
+# tokens/s per GPU as the performance summary prints them, with the
+# layout from its own columns (GBS, MBS, FSDP, TP, PP, CP, VP).
+NEMO = (
+    "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md, "
+    "DGX-H100 tables"
+)
+NEMO_H100 = dict(
+    gpu="h100-80gb",
+    gpu_published="H100 SXM 80 GB (DGX H100)",
+    gpu_memory_GB=80,
+    gpus_per_node=8,
+    nics_per_node=8,
+    nic_Gbps=400,
+    network="InfiniBand NDR, 400 Gb/s per GPU",
+)
+NEMO_NOTE = (
+    "Recomputation and the sharding of the optimizer state are not in "
+    "the table: taken as none and as Megatron's distributed optimizer "
+    "(ZeRO-1) without FSDP; the 405B runs split their 126 layers and "
+    "the embedding and output layers evenly over the stages."
+)
+
+
+def _nemo(release, size, gpus, global_batch, tp, pp, cp, vp, fsdp, tps):
+    """A dense Llama 3 row of a NeMo release's DGX-H100 table."""
+    dp = gpus // (tp * pp * cp)
+    return Run(
+        label=f"nemo-{release}-{size}-{gpus}",
+        source=f"{NEMO}, NeMo {release}",
+        chosen=True,
+        note=NEMO_NOTE,
+        model=f"Llama 3 {size.upper()}",
+        kv_heads=8,
+        gated=True,
+        tied_embeddings=False,
+        vocab=128256,
+        seq_len=8192,
+        **LLAMA31[size],
+        **NEMO_H100,
+        gpus=gpus,
+        framework="NeMo (Megatron-Bridge, Transformer Engine)",
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        cp=cp,
+        zero=3 if fsdp else 1,
+        schedule="interleaved" if vp else "none",
+        chunks=vp or 1,
+        micro_batch=1,
+        global_batch=global_batch,
+        recompute="none",
+        sequence_parallel=tp > 1,
+        embedding_slots=size == "405b",
+        flash_attention=True,
+        precision="fp8-linear",
+        figure=tps,
+        unit="tokens/s/GPU",
+        formula=None,
+        counts_recompute=None,
+        counts_attention=None,
+        assumed=("recompute", "zero"),
+    )
+
+
+NEMO_RUNS = (
+    _nemo("25.11", "8b", 8, 128, 1, 1, 1, None, True, 14451),
+    _nemo("25.11", "70b", 64, 128, 4, 8, 1, 5, False, 1602),
+    _nemo("25.11", "405b", 1024, 512, 8, 8, 2, 8, False, 292),
+    _nemo("26.02", "70b", 64, 256, 4, 8, 1, 5, False, 1621),
+    _nemo("26.02", "405b", 1024, 1536, 8, 8, 2, 8, False, 311),
+)
 # --8<-- [end:rows]
 
 
@@ -971,7 +1044,7 @@ LINKS = (
 # --8<-- [end:links]
 
 MEGATRON_RUNS = TABLE1 + TABLE2
-RUNS = MEGATRON_RUNS + TABLE4 + THREE + TORCHTITAN
+RUNS = MEGATRON_RUNS + TABLE4 + THREE + TORCHTITAN + NEMO_RUNS
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
