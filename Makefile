@@ -93,7 +93,16 @@ test: setup browser ## Every check: lint, strict build, all tests
 	$(MAKE) lint
 	$(MAKE) build
 	$(BIN)/python -m course.tools.pdf
-	$(BIN)/pytest -n $(WORKERS) --dist loadgroup
+	$(BIN)/pytest -n $(WORKERS) --dist loadgroup -m "not engines"
+
+ENGINES := $(VENV)/.engines
+$(ENGINES): pyproject.toml | $(STAMP)
+	$(BIN)/python -m pip install --quiet --group engines
+	touch $@
+
+.PHONY: test-engines
+test-engines: setup $(ENGINES) ## The beyond page's configs in torchtitan and DeepSpeed; Ray Train
+	$(BIN)/pytest -m engines tests/test_engines.py
 
 .PHONY: stress
 stress: setup ## Launch the torchrun script 50 times per layout; count aborts

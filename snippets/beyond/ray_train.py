@@ -1,0 +1,104 @@
+"""The course's training script launched by Ray Train: TorchTrainer
+starts `workers` Ray actors, each runs the script with the rank, world
+size and rendezvous address torchrun would give it, and rank 0 reports
+the losses.
+
+    python -m snippets.beyond.ray_train            # 2 CPU workers
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import ray
+import torch.distributed as dist
+from ray.train import Checkpoint, RunConfig, ScalingConfig
+from ray.train.torch import TorchTrainer
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORD = Path(__file__).with_name("ray_train.txt")  # tests/test_beyond.py
+FLAGS = ["--strategy=fsdp", "--steps=4", "--vocab=128", "--seq-len=32"]
+FLAGS += ["--d-model=64", "--n-heads=2", "--n-layers=2", "--d-ff=128"]
+
+
+# --8<-- [start:worker]
+def worker(config):
+    """One Ray Train worker: the script, as torchrun would start it."""
+    ctx = ray.train.get_context()
+    rank = ctx.get_world_rank()
+    # Ray's own process group picks a port for the script's group.
+    port = [free_port() if rank == 0 else None]
+    dist.broadcast_object_list(port, src=0)
+    env = os.environ | {
+        "RANK": str(rank),
+        "LOCAL_RANK": str(ctx.get_local_rank()),
+        "WORLD_SIZE": str(ctx.get_world_size()),
+        "MASTER_PORT": str(port[0]),  # MASTER_ADDR: Ray's rank 0 node
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        command = [sys.executable, "-m", "snippets.torchrun.train"]
+        done = subprocess.run(
+            [*command, *config["flags"], f"--json={tmp}/run.json"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode:
+            raise RuntimeError(f"rank {rank}: {done.stderr[-2000:]}")
+        # rank 0's --json file goes back to the driver as a checkpoint
+        saved = Checkpoint.from_directory(tmp) if rank == 0 else None
+        ray.train.report({}, checkpoint=saved)
+
+
+# --8<-- [end:worker]
+def free_port():
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+# --8<-- [start:trainer]
+def launch(workers=2, flags=FLAGS):
+    """Train with `workers` CPU workers; rank 0's run, as the script's
+    --json writes it."""
+    with tempfile.TemporaryDirectory() as storage:
+        trainer = TorchTrainer(
+            worker,
+            train_loop_config={"flags": flags},
+            scaling_config=ScalingConfig(num_workers=workers, use_gpu=False),
+            run_config=RunConfig(storage_path=storage),
+        )
+        with trainer.fit().checkpoint.as_directory() as saved:
+            (run,) = json.loads(Path(saved, "run.json").read_text())
+    return run
+
+
+# --8<-- [end:trainer]
+def summary(run):
+    """What the page shows: the world, the strategy and the losses."""
+    cfg = run["config"]
+    lines = [
+        f"Ray Train: {run['world_size']} workers, "
+        f"strategy {cfg['strategy']}, on the {run['device']}"
+    ]
+    for step, loss in enumerate(run["losses"], start=1):
+        lines.append(f"step {step}  loss {loss:.4f}")
+    return "\n".join(lines)
+
+
+def main():
+    """Print the run's summary; RECORD holds the one the page shows."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        print(summary(launch()))
+    finally:
+        ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""The planned layouts in the engines themselves (`make test-engines`,
+which installs the engines group first): torchtitan's ConfigManager
+parses the settings, DeepSpeed's DeepSpeedConfig loads the JSON, and
+Ray Train trains the course's script on 2 CPU workers and prints what
+the page shows. Megatron-LM's flags are parsed by its repository's
+training scripts, which need Transformer Engine: not checked here."""
+
+import subprocess
+import sys
+
+import pytest
+
+from course import ROOT
+from snippets.beyond import engines
+
+pytestmark = [pytest.mark.slow, pytest.mark.engines]
+# what docs/beyond.md shows of the Ray run (ray_train.py's RECORD)
+RECORD = ROOT / "snippets" / "beyond" / "ray_train.txt"
+PRESETS = [("llama3-70b", 8), ("llama3-8b", 1), ("llama3-405b", 32)]
+
+
+@pytest.mark.parametrize("preset, nodes", PRESETS)
+def test_torchtitan_parses_the_settings(preset, nodes):
+    """On the 8B config function: the larger ones turn on FP8, which
+    needs torchao; the sections written do not depend on it."""
+    from torchtitan.config.manager import ConfigManager
+
+    _, settings = engines.planned(engines.torchtitan, preset, nodes)
+    args = ["--module", "llama3", "--config", "llama3_8b"]
+    parsed = ConfigManager().parse_args([*args, *engines.flags(settings)])
+    mode = settings.pop("activation_checkpoint")["mode"]
+    for section, values in settings.items():
+        for key, value in values.items():
+            assert getattr(getattr(parsed, section), key) == value, key
+    kind = type(parsed.activation_checkpoint).__qualname__
+    want = {"full": "FullAC", "selective": "SelectiveAC", "none": "NoneType"}
+    assert kind.startswith(want[mode]), (mode, kind)
+
+
+def test_torchtitan_refuses_an_unknown_key():
+    from torchtitan.config.manager import ConfigManager
+
+    args = ["--module", "llama3", "--config", "llama3_8b"]
+    with pytest.raises(SystemExit):
+        ConfigManager().parse_args([*args, "--parallelism.tp_degree=2"])
+
+
+class DataParallel:
+    """What DeepSpeed asks a model-parallel unit for the batch check."""
+
+    def __init__(self, dp):
+        self.dp = dp
+
+    def get_data_parallel_world_size(self):
+        return self.dp
+
+
+@pytest.fixture
+def deepspeed_config(monkeypatch):
+    """DeepSpeedConfig as on rank 0 of the job, without a process group."""
+    import deepspeed.runtime.config as ds
+
+    monkeypatch.setattr(ds.dist, "get_rank", lambda: 0)
+    return lambda config, dp: ds.DeepSpeedConfig(config, DataParallel(dp))
+
+
+@pytest.mark.parametrize("preset, nodes", PRESETS)
+def test_deepspeed_loads_the_json(deepspeed_config, preset, nodes):
+    job, config = engines.planned(engines.deepspeed, preset, nodes)
+    loaded = deepspeed_config(config, job.layout.dp)
+    assert loaded.train_batch_size == config["train_batch_size"]
+    assert loaded.gradient_accumulation_steps == job.microbatches
+    assert (
+        loaded.zero_optimization_stage == config["zero_optimization"]["stage"]
+    )
+    assert loaded.bfloat16_config.enabled == (job.training.precision == "bf16")
+    tp = config.get("tensor_parallel", {}).get("autotp_size", 0)
+    assert loaded.tensor_parallel_config.autotp_size == tp
+
+
+def test_deepspeed_refuses_an_unknown_key(deepspeed_config):
+    job, config = engines.planned(engines.deepspeed, "llama3-8b", 1)
+    config["zero_optimization"]["stages"] = 2
+    with pytest.raises(ValueError, match="stages"):
+        deepspeed_config(config, job.layout.dp)
+
+
+def test_ray_train_runs_the_script_and_prints_the_record():
+    """The run trains again; its losses match the page's to the last
+    printed digit (4 decimals), give or take one in that digit."""
+    done = subprocess.run(
+        [sys.executable, "-m", "snippets.beyond.ray_train"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = done.stdout.strip().splitlines()
+    recorded = RECORD.read_text().strip().splitlines()
+    assert printed[0] == recorded[0] and len(printed) == len(recorded)
+    for new, old in zip(printed[1:], recorded[1:], strict=True):
+        new_loss, old_loss = (float(x.split()[-1]) for x in (new, old))
+        assert new.split()[:3] == old.split()[:3]
+        assert abs(new_loss - old_loss) <= 1.5e-4, (new, old)
