@@ -109,7 +109,7 @@ stress: setup ## Launch the torchrun script 50 times per layout; count aborts
 	$(BIN)/python -m course.tools.stress --launches $(or $(LAUNCHES),50)
 
 .PHONY: measure
-measure: setup ## Run the torchrun launches the pages show; record snippets/torchrun/results/
+measure: setup ## Run the torchrun launches the pages show; record course/instruments/results/
 	$(BIN)/python -m course.tools.measure
 
 .PHONY: screenshots

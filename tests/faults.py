@@ -1,11 +1,13 @@
-"""snippets.torchrun.train with one fault, on a job's first try only.
+"""The instrumented training script with one fault, on a job's first try
+only.
 
     torchrun --max-restarts=1 ... tests/faults.py KIND STEP TRAIN-FLAGS
 
-KIND is `kill-at-step` (the last rank dies as step STEP begins) or
+KIND is `kill-at-step` (the last rank dies as step STEP begins),
 `kill-in-save` (rank 0 dies while saving step STEP: DCP has written the
-files, the folder is not renamed yet). tests/test_train.py checks that
-the restarted job resumes and ends as if never killed.
+files, the folder is not renamed yet) or `none` (the clean run the
+killed one is compared with, launched the same way). tests/test_train.py
+checks that the restarted job resumes and ends as if never killed.
 """
 
 import os
@@ -13,6 +15,7 @@ import signal
 import sys
 from pathlib import Path
 
+from course.instruments import train as measured
 from snippets.torchrun import processes, train
 
 
@@ -28,10 +31,10 @@ def main():
     if first_try and kind == "kill-at-step":
         train_step = train.train_step
 
-        def dying_step(layout, cfg, at, *rest):
+        def dying_step(built, cfg, at, *rest):
             if at == step and rank == int(os.environ["WORLD_SIZE"]) - 1:
                 die()
-            return train_step(layout, cfg, at, *rest)
+            return train_step(built, cfg, at, *rest)
 
         train.train_step = dying_step
     elif first_try and kind == "kill-in-save":
@@ -43,9 +46,11 @@ def main():
             return rename(path, target)
 
         Path.rename = dying_rename
-    elif kind not in ("kill-at-step", "kill-in-save"):
-        raise SystemExit(f"KIND must be kill-at-step or kill-in-save: {kind}")
-    processes.run_and_exit(train.main, argv)
+    elif kind not in ("kill-at-step", "kill-in-save", "none"):
+        raise SystemExit(
+            f"KIND must be kill-at-step, kill-in-save or none, got {kind!r}"
+        )
+    processes.run_and_exit(measured.main, argv)
 
 
 if __name__ == "__main__":

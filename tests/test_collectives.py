@@ -6,9 +6,10 @@ import json
 
 import pytest
 
+from course.instruments import results
 from course.tools.stress import launch_command, run, what_failed
 from snippets.comms.alphabeta import busbw_GBps, fit, ring_seconds
-from snippets.torchrun import collectives, results
+from snippets.torchrun import collectives
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 

@@ -192,7 +192,10 @@ def test_the_run_tab_carries_the_session_and_is_left_out_when_it_cannot_run(
     data = re.search(r"data-course-runner>(.*?)</script>", html)[1]
     assert '"setup": ["x = 21"]' in data and '"limit": 60.0' in data
     assert ">42" in html
-    for needs in ("import course.charts", "from snippets.torchrun import tp"):
+    for needs in (
+        "import course.charts",
+        "from snippets.torchrun import model",
+    ):
         refused = f'```python exec="on" session="page"\n{needs}\n```\n\n'
         html = render(
             fence("print(1)\n", 'source="lab" session="page"').replace(

@@ -1,5 +1,5 @@
-"""snippets/torchrun/activations.py measures the bytes that
-snippets/torchrun/activation_terms.py predicts: they must be equal.
+"""course/instruments/activations.py measures the bytes that
+snippets/measured/activation_terms.py predicts: they must be equal.
 
 CPU only; run with CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1. Nothing
 here depends on values or timing, only on what autograd saves.
@@ -8,18 +8,18 @@ here depends on values or timing, only on what autograd saves.
 import pytest
 import torch
 
-from snippets.torchrun.activation_terms import (
-    Bytes,
-    block_terms,
-    predicted_bytes_per_block,
-    predicted_bytes_per_model,
-)
-from snippets.torchrun.activations import (
+from course.instruments.activations import (
     SavedTensors,
     is_weight,
     record,
     saved_bytes,
     saved_bytes_per_block,
+)
+from snippets.measured.activation_terms import (
+    Bytes,
+    block_terms,
+    predicted_bytes_per_block,
+    predicted_bytes_per_model,
 )
 from snippets.torchrun.config import ModelConfig, TrainConfig
 from snippets.torchrun.model import Block, batch, build_model

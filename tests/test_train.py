@@ -1,11 +1,15 @@
 """snippets/torchrun/ under torchrun, on the CPU with gloo.
 
-The launches the pages read (snippets/torchrun/results.py) run again
-here and must give what `make measure` recorded: bytes, counts and
-micro-batches exactly, losses to 1e-6 relative; the timings are held to
-the lesson's models. Every subprocess has a time limit, so a hang fails
-the test instead of blocking CI. The tests that launch are marked slow;
-the ones that read the record run in `make check` too.
+The launches the pages read (course/instruments/results.py) run again
+here and must give what `make measure` recorded, on whatever processor
+they run: bytes, counts, shapes and the schedules' order exactly (they
+are integers), losses to 1e-5 relative (fp32 sums in another order, as
+another CPU's kernels take them). Weights are compared bit for bit only
+between two runs this machine made in the same test; timings are held
+to the lesson's models, never to a record. Every subprocess has a time
+limit, so a hang fails the test instead of blocking CI. The tests that
+launch are marked slow; the ones that read the record run in `make
+check` too.
 """
 
 import re
@@ -21,6 +25,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from course.instruments import results
 from course.tools.stress import (
     CLEAN_EXIT,
     ROOT,
@@ -32,6 +37,8 @@ from course.tools.stress import (
 )
 from course.tools.stress import run as run_command
 from snippets.ddp.allreduce import allreduce_bytes
+from snippets.measured import report, timelines, tp
+from snippets.measured.report import LOSS_TOLERANCE
 from snippets.pipeline.bubble import bubble_fraction
 from snippets.pipeline.schedule import (
     idle_fraction,
@@ -42,16 +49,20 @@ from snippets.pipeline.tensor import tp_bytes_per_layer
 from snippets.planner.command import (
     launch_command as launch_command_of_the_planner,
 )
-from snippets.torchrun import config, report, results, timelines, tp
-from snippets.torchrun.report import LOSS_TOLERANCE
+from snippets.torchrun import config
 from tests.test_planner_commands import CPU  # a cluster sized for the CPU
 
 ENV = environment()
 PARITY_RTOL = 1e-5  # fp32 losses of one seed and batch, any layout
+# A record made on another processor: AVX-512, AVX2 and plain kernels add
+# fp32 terms in other orders. Over the runs' few steps the losses move
+# by ~1e-7 relative (fp32 epsilon); 1e-5 leaves a hundredfold margin and
+# still fails on any real change (a wrong gradient moves the loss ~1e-2).
+RECORD_RTOL = 1e-5
 
 
 # The recorded runs the tests train again, by processes: one launch
-# each, every run in turn (snippets/torchrun/sweep.py). (launch, run)
+# each, every run in turn (course/instruments/sweep.py). (launch, run)
 AGAIN = {
     1: [("solo", 0)],
     2: [("compare", 0), ("compare", 1), ("ranks2", 0), ("ranks2", 2)]
@@ -112,9 +123,11 @@ def test_a_stale_result_is_refused_by_name(tmp_path, monkeypatch):
 
 
 def same_figures(a):
-    """What does not depend on timing, of run a."""
+    """What is exact on every machine, of run a: bytes, counts, shapes
+    and order. Not the weights' digest: its last bits follow the CPU's
+    kernels (tests/test_train.py compares it within one machine only)."""
     keep = ("state", "traffic", "traffic_per_micro", "syncs_per_step")
-    keep += ("activations", "tp_block", "tp_step", "weights_sha256")
+    keep += ("activations", "tp_block", "tp_step")
     figures = {k: v for k, v in a.measured.items() if k in keep}
     if a.peak_in_flight:
         figures["peak"] = timelines.peak_in_flight(a)
@@ -135,15 +148,15 @@ def settings(config):
 @pytest.mark.slow  # torchrun launches
 @pytest.mark.parametrize("nproc", AGAIN)
 def test_runs_made_again_give_the_recorded_figures(fresh, nproc):
-    """Bytes, counts, the pipelines' order and micro-batches held, the
-    gradient check and the weights exactly; losses to 1e-6 relative;
-    and a clean exit on every rank."""
+    """Bytes, counts, the pipelines' order and micro-batches held, and
+    the gradient check passed, exactly; losses to RECORD_RTOL; and a
+    clean exit on every rank."""
     again, log = fresh(nproc)
     before = [results.runs(n)[i] for n, i in AGAIN[nproc]]
     for a, b in zip(again, before, strict=True):
         assert settings(a.config) == settings(b.config)
         assert same_figures(a) == same_figures(b), settings(a.config)
-        assert a.losses == pytest.approx(b.losses, rel=1e-6)
+        assert a.losses == pytest.approx(b.losses, rel=RECORD_RTOL)
     assert len(set(CLEAN_EXIT.findall(log))) == nproc, log[-3000:]
 
 
@@ -369,7 +382,6 @@ BAD = [
     (["--checkpoint-every=2"], "--checkpoint-every", "--checkpoint-dir"),
     (["--strategy=hsdp", "--shard-size=3"], "--shard-size", "divide"),
     (["--shard-size=2"], "--shard-size", "--strategy hsdp only"),
-    (["--compare", "--strategy=ddp"], "--compare", "drop --strategy"),
     (["--tp=3"], "--tp x --pp", "products that fit: 1, 2, 4"),
     (["--pp=8"], "--tp x --pp", "world size (4)"),
     (["--tp=4", "--n-heads=2", "--d-model=32"], "--n-heads", "fit: 1, 2"),
@@ -394,7 +406,6 @@ BAD = [
     (["--pp-schedule=gpipe"], "--pp-schedule", "--pp > 1 only"),
     (["--pp-schedule=zb"], "--pp-schedule", "'gpipe', '1f1b'"),
     (["--recompute=some"], "--recompute", "'none', 'full'"),
-    (["--compare", "--tp=2"], "--compare", "drop --tp and --pp"),
     (
         [
             "--pp=2",
@@ -508,8 +519,7 @@ FAULTS = {
         3,
         2,
         "compare",
-        (*results.PAGE, "--check"),
-        lambda r: r.strategy == "ddp",
+        (*results.PAGE, "--check", "--strategy=ddp"),
     ),
     # FSDP x pp 2 x tp 2 on 4 ranks: rank 0 dies while saving step 2,
     # after DCP wrote the files but before the rename; the restart skips
@@ -520,19 +530,14 @@ FAULTS = {
         1,
         "ranks4",
         results.PP2_TP2,
-        lambda r: r.pp == r.tp == 2,
     ),
 }
 
 
-@pytest.mark.slow  # torchrun launches
-@pytest.mark.parametrize("layout", FAULTS)
-def test_a_killed_job_restarts_and_ends_as_if_never_killed(tmp_path, layout):
-    kind, step, resumed, name, flags, pick = FAULTS[layout]
-    nproc = results.LAUNCHES[name][1]
-    [clean] = [r for r in recorded(name) if pick(r)]  # never interrupted
-    out, checkpoints = tmp_path / "run.json", tmp_path / "checkpoints"
-    command = [
+def fault_command(nproc, flags, out, checkpoints, fault=()):
+    """torchrun with one restart, running tests/faults.py FAULT (a kind
+    and a step) or, with no fault, the same script untouched."""
+    return [
         sys.executable,
         "-m",
         "torch.distributed.run",
@@ -540,23 +545,39 @@ def test_a_killed_job_restarts_and_ends_as_if_never_killed(tmp_path, layout):
         f"--nproc_per_node={nproc}",
         "--max-restarts=1",
         str(ROOT / "tests" / "faults.py"),
-        kind,
-        str(step),
+        *(fault or ("none", "0")),
         *flags,
         "--checkpoint-every=1",
         f"--checkpoint-dir={checkpoints}",
         f"--json={out}",
     ]
-    done = run_command(command, timeout=240)
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, log[-4000:]
-    assert "killed (test)" in log
-    [faulty] = report.load(out)
+
+
+@pytest.mark.slow  # torchrun launches
+@pytest.mark.parametrize("layout", FAULTS)
+def test_a_killed_job_restarts_and_ends_as_if_never_killed(tmp_path, layout):
+    """The killed job against a clean one launched here, bit for bit:
+    both ran on this machine, so equal weights are the claim itself."""
+    kind, step, resumed, name, flags = FAULTS[layout]
+    nproc = results.LAUNCHES[name][1]
+    jobs = {}
+    for job, fault in (("clean", ()), ("faulty", (kind, str(step)))):
+        out, checkpoints = tmp_path / f"{job}.json", tmp_path / job
+        command = fault_command(nproc, flags, out, checkpoints, fault)
+        done = run_command(command, timeout=240)
+        log = done.stdout + done.stderr
+        assert done.returncode == 0, log[-4000:]
+        assert ("killed (test)" in log) == bool(fault), log[-4000:]
+        [jobs[job]] = report.load(out)
+        jobs[job + "_log"] = log
+    clean, faulty = jobs["clean"], jobs["faulty"]
+    assert clean.resumed_from_step == 0
+    log = jobs["faulty_log"]
     assert faulty.resumed_from_step == resumed, log
     assert f"resumed from the checkpoint of step {resumed}" in log
     assert faulty.losses == clean.losses
     assert faulty.weights_sha256 == clean.weights_sha256
-    names = sorted(p.name for p in checkpoints.iterdir())
+    names = sorted(p.name for p in (tmp_path / "faulty").iterdir())
     assert names == [f"step_{s:06d}" for s in range(1, clean.steps + 1)]
 
 

@@ -3,13 +3,13 @@ snippets/torchrun/collectives.py timed on 2 and 4 CPU ranks (gloo),
 against the alpha-beta model fitted to them (snippets/comms/alphabeta.py)."""
 
 from course.charts._svg import PALETTE, figure_html, new_figure, style
+from course.instruments import results
 from snippets.comms.alphabeta import (
     busbw_GBps,
     fit,
     latency_bound_below,
     ring_seconds,
 )
-from snippets.torchrun import results
 
 MARKERS = {"all_reduce": "o", "all_gather": "s", "reduce_scatter": "^"}
 NAMES = {

@@ -1,6 +1,6 @@
 """figure("pipeline-timeline") on the torchrun page: one measured step of
 GPipe and of 1F1B on 4 pipeline ranks (torch.distributed.pipelining,
-snippets/torchrun/results/timelines4.json), each under the schedule
+course/instruments/results/timelines4.json), each under the schedule
 lab's timeline of the same schedule (pipeline_schedule)."""
 
 from itertools import product
@@ -14,8 +14,9 @@ from course.charts._svg import (
     new_figure,
     style,
 )
+from course.instruments import results
+from snippets.measured import timelines
 from snippets.pipeline.schedule import idle_fraction, pipeline_schedule
-from snippets.torchrun import results, timelines
 
 P, M = 4, 8
 LABELS = {"gpipe": "GPipe", "1f1b": "1F1B"}

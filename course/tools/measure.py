@@ -1,9 +1,9 @@
 """`python -m course.tools.measure` (`make measure`): run every launch the
 pages show and record what it measured.
 
-Each launch of snippets/torchrun/results.py's LAUNCHES runs under
+Each launch of course/instruments/results.py's LAUNCHES runs under
 torchrun on the CPU (gloo, one thread per rank) and leaves its result in
-snippets/torchrun/results/NAME.json, beside the digest of the sources
+course/instruments/results/NAME.json, beside the digest of the sources
 and flags it ran with and the torch version. The site build only reads
 those files, and refuses one whose digest does not match the code;
 tests/test_train.py trains the runs again and compares.
@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from course.instruments import results
 from course.tools.stress import launch_command, run, what_failed
-from snippets.torchrun import results
 
 
 def measure(name, timeout=900):

@@ -22,6 +22,7 @@ import tempfile
 import time
 
 from course import ROOT
+from course.instruments import results
 
 CLEAN_EXIT = re.compile(r"rank (\d+): clean exit")
 # A model small enough that start-up dominates each launch.
@@ -60,10 +61,11 @@ def environment(**extra):
 
 
 def launch_command(entry, nproc, args, out=None, launcher=()):
-    """The command that runs snippets.torchrun.ENTRY on `nproc` ranks:
-    train (flags), sweep (one string of flags per run) or collectives.
-    One process runs train.py without torchrun, as a reader would."""
-    module = f"snippets.torchrun.{entry}"
+    """The command that runs launch kind ENTRY on `nproc` ranks: train
+    (flags), sweep (one string of flags per run) or collectives, as
+    results.ENTRIES names their modules. One process runs without
+    torchrun, as a reader would."""
+    module = results.ENTRIES[entry]
     if entry == "sweep":
         tail = [str(out), *(" ".join(run) for run in args)]
     else:
@@ -100,7 +102,7 @@ def what_failed(stderr, keep=8000):
 
 
 def torchrun(*args, launcher=("--standalone", "--nproc_per_node=2"), **opts):
-    """`torchrun LAUNCHER -m snippets.torchrun.train ARGS`, finished."""
+    """`torchrun LAUNCHER -m course.instruments.train ARGS`, finished."""
     return run(launch_command("train", 2, args, launcher=launcher), **opts)
 
 

@@ -14,7 +14,6 @@ from dataclasses import MISSING, dataclass, field, fields
 from snippets.checks import count, number
 
 STRATEGIES = ("ddp", "fsdp", "hsdp")
-COMPARED = ("ddp", "fsdp")  # what --compare trains, in turn
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 RECOMPUTE = ("none", "full")
 
@@ -58,7 +57,6 @@ class TrainConfig:
     recompute: str = option(
         "none", "activation checkpointing per block", choices=RECOMPUTE
     )
-    compare: bool = option(False, "train with DDP, then FSDP, and compare")
     steps: int = option(8, "optimizer steps", minimum=1)
     micro_batch: int = option(8, "sequences per rank per pass", minimum=1)
     accum_steps: int = option(1, "micro-batches per step", minimum=1)
@@ -69,11 +67,6 @@ class TrainConfig:
     seed: int = option(0, "seeds the weights and the data", minimum=0)
     checkpoint_dir: str | None = option(None, "where checkpoints go")
     checkpoint_every: int = option(0, "steps between saves", minimum=0)
-    json: str | None = option(None, "write the measured figures here")
-    check: bool = option(False, "compare gradients with one process")
-    trace: bool = option(
-        False, "record collectives, pipeline timelines, activations held"
-    )
     timeout: float = option(300.0, "seconds to wait for peers", minimum=0)
     log_every: int = option(1, "steps between log lines", minimum=1)
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -124,6 +117,7 @@ def _settings():
 def parser():
     p = argparse.ArgumentParser(
         prog="python -m snippets.torchrun.train",
+        allow_abbrev=False,  # --check is no prefix of --checkpoint-dir
         description="Train a small decoder-only LM with DDP, FSDP2 or "
         "HSDP, tensor and pipeline parallelism.",
     )
@@ -131,9 +125,7 @@ def parser():
         name = "--" + f.name.replace("_", "-")
         rules = f.metadata
         help = f"{rules['help']} (default: {f.default})"
-        if f.type is bool:
-            p.add_argument(name, action="store_true", help=rules["help"])
-        elif rules["choices"]:
+        if rules["choices"]:
             p.add_argument(name, choices=rules["choices"], help=help)
         elif rules["minimum"] is not None:
             kind = float if f.type is float else int
@@ -252,11 +244,6 @@ def build(args, world_size, env=None):
             f"--d-model ({args.d_model}) must be a multiple of "
             f"--n-heads ({args.n_heads})"
         )
-    if args.compare and (args.tp > 1 or args.pp > 1):
-        raise ConfigError(
-            "--compare trains DDP, then FSDP, on data parallelism alone: "
-            "drop --tp and --pp"
-        )
     dp = _layout(args, world_size)
     schedule, m, chunks = _pipeline(args)
     accum = args.accum_steps
@@ -290,8 +277,6 @@ def build(args, world_size, env=None):
             accum = derived
     if args.checkpoint_every and not args.checkpoint_dir:
         raise ConfigError("--checkpoint-every needs --checkpoint-dir")
-    if args.compare and args.strategy:
-        raise ConfigError("--compare trains DDP, then FSDP: drop --strategy")
     shard = args.shard_size
     if args.strategy == "hsdp":
         shard = shard or int(env.get("LOCAL_WORLD_SIZE", dp))
@@ -303,8 +288,6 @@ def build(args, world_size, env=None):
             )
     elif shard is not None:
         raise ConfigError("--shard-size applies to --strategy hsdp only")
-    if args.compare and args.checkpoint_dir:
-        raise ConfigError("--compare cannot resume: drop --checkpoint-dir")
     values = vars(args) | {
         "accum_steps": accum or 1,
         "strategy": args.strategy or "ddp",

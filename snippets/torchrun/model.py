@@ -135,6 +135,22 @@ def batch(cfg, seed, step, micro, global_rows, rows):
     return seq[:, :-1], seq[:, 1:]
 
 
+def step_rows(cfg, step, dp, dp_rank=None):
+    """The rows of every micro-batch of `step` that data-parallel rank
+    `dp_rank` of `dp` takes (all of them if None), as one batch:
+    micro-batch after micro-batch."""
+    b, micro = cfg.micro_batch, max(cfg.accum_steps, cfg.pp_microbatches)
+    rows = (
+        slice(None)
+        if dp_rank is None
+        else slice(dp_rank * b, (dp_rank + 1) * b)
+    )
+    parts = [
+        batch(cfg.model, cfg.seed, step, m, dp * b, rows) for m in range(micro)
+    ]
+    return torch.cat([x for x, _ in parts]), torch.cat([y for _, y in parts])
+
+
 # --8<-- [end:data]
 
 

@@ -4,20 +4,18 @@ The ranks form a DeviceMesh of (dp, pp, tp), outermost first; HSDP
 splits dp into (dp_replicate, dp_shard). `parallelize` composes the
 three as torchtitan does: tensor parallelism inside each block, then
 activation recomputation, then data parallelism (DDP, FSDP2 or HSDP)
-over dp, and last the pipeline stages over pp. Counters on the
-data-parallel collectives let the script measure the bytes it sends
-instead of assuming them.
+over dp, and last the pipeline stages over pp. It returns what it
+built as one frozen value, `Parallel`, which the training loop reads
+and a measuring tool may attach to (course/instruments/).
 """
 
-from collections import defaultdict
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 from torch.distributed._composable import checkpoint
 from torch.distributed._composable.replicate_with_fsdp import replicate
-from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.pipelining import (
@@ -39,74 +37,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from snippets.torchrun.model import loss_fn, part
 
 
-class Traffic:
-    """Bytes per data-parallel collective kind, per (step, micro-batch)."""
-
-    def __init__(self):
-        self.where = (0, 0)
-        self.bytes = defaultdict(lambda: defaultdict(int))
-
-    def add(self, kind, tensor):
-        self.bytes[self.where][kind] += tensor.numel() * tensor.element_size()
-
-    def step_bytes(self, step, kind):
-        return sum(b[kind] for (s, _), b in self.bytes.items() if s == step)
-
-    def micro_bytes(self, step, micro, kind):
-        return self.bytes[(step, micro)][kind]
-
-    def syncs(self, step, kinds=("all_reduce", "reduce_scatter")):
-        """Micro-batches of `step` that reduced gradients across ranks."""
-        return sum(
-            1
-            for (s, _), b in self.bytes.items()
-            if s == step and any(b[k] for k in kinds)
-        )
-
-
-# --8<-- [start:counters]
-def ddp_counting_hook(traffic):
-    """A DDP comm hook: note each bucket, then all-reduce it as usual."""
-
-    def hook(state, bucket):
-        traffic.add("all_reduce", bucket.buffer())
-        return default_hooks.allreduce_hook(state, bucket)
-
-    return hook
-
-
-class CountingAllGather:
-    """FSDP2's all-gather (set_custom_all_gather), with a byte count."""
-
-    def __init__(self, traffic):
-        self.traffic = traffic
-
-    def allocate(self, size, *, dtype, device):
-        return torch.empty(*size, dtype=dtype, device=device)
-
-    def __call__(self, output_tensor, input_tensor, group, async_op=False):
-        self.traffic.add("all_gather", output_tensor)
-        return dist.all_gather_single(
-            output_tensor, input_tensor, group=group, async_op=async_op
-        )
-
-
-class CountingReduceScatter(CountingAllGather):
-    """FSDP2's reduce-scatter (set_custom_reduce_scatter), counted."""
-
-    def __call__(self, output_tensor, input_tensor, group, op, async_op=False):
-        self.traffic.add("reduce_scatter", input_tensor)
-        return dist.reduce_scatter_single(
-            output_tensor, input_tensor, op=op, group=group, async_op=async_op
-        )
-
-
-# --8<-- [end:counters]
-
-
-@dataclass
+@dataclass(frozen=True)
 class Layout:
-    """This rank's place in the mesh, and what it holds and runs."""
+    """This rank's place in the mesh."""
 
     mesh: object  # DeviceMesh
     dp: int
@@ -114,9 +47,6 @@ class Layout:
     pp: int
     pp_rank: int
     tp: int
-    model: torch.nn.Module = None  # all this rank holds: optimizer, DCP
-    stages: list = field(default_factory=list)  # PipelineStage, pp > 1
-    schedule: object = None  # the pipeline schedule, pp > 1
 
     @property
     def first(self):
@@ -158,6 +88,17 @@ def device_mesh(cfg, device):
 
 
 # --8<-- [end:mesh]
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """What `parallelize` built on this rank."""
+
+    layout: Layout
+    model: torch.nn.Module  # all this rank holds: optimizer, DCP
+    units: tuple  # the modules data parallelism wrapped one by one
+    stages: tuple = ()  # PipelineStage, pp > 1
+    schedule: object = None  # the pipeline schedule, pp > 1
 
 
 # --8<-- [start:tp]
@@ -219,7 +160,7 @@ def split_the_ends(model, tp_mesh):
 
 
 # --8<-- [start:wrap]
-def data_parallel(roots, units, cfg, layout, device, mixed, traffic):
+def data_parallel(roots, units, cfg, layout, device, mixed):
     """DDP: one replica per rank. FSDP2: shard each unit, then the roots
     (the model, or each pipeline stage's part of it). HSDP: shard within
     groups of `shard_size` ranks, replicate across. With tp or pp, DDP
@@ -227,9 +168,7 @@ def data_parallel(roots, units, cfg, layout, device, mixed, traffic):
     DTensor weights of tensor parallelism."""
     if cfg.strategy == "ddp" and cfg.tp == cfg.pp == 1:
         ids = [device.index] if device.type == "cuda" else None
-        wrapped = DDP(roots[0], device_ids=ids)
-        wrapped.register_comm_hook(None, ddp_counting_hook(traffic))
-        return [wrapped]
+        return [DDP(roots[0], device_ids=ids)]
     policy = MixedPrecisionPolicy(
         param_dtype=torch.bfloat16 if mixed else None,
         reduce_dtype=torch.float32 if mixed else None,
@@ -244,12 +183,6 @@ def data_parallel(roots, units, cfg, layout, device, mixed, traffic):
         # With pp the weights stay gathered from forward to backward, or
         # every micro-batch would gather them again (as in torchtitan).
         fully_shard(unit, reshard_after_forward=cfg.pp == 1, **options)
-        unit.set_custom_all_gather(CountingAllGather(traffic))
-        unit.set_custom_reduce_scatter(CountingReduceScatter(traffic))
-        if cfg.strategy == "hsdp":  # the replicas' all-reduce of each shard
-            unit.set_all_reduce_hook(
-                lambda reduced: traffic.add("all_reduce", reduced)
-            )
     for root in roots:
         fully_shard(root, **options)
     return roots
@@ -259,9 +192,9 @@ def data_parallel(roots, units, cfg, layout, device, mixed, traffic):
 
 
 # --8<-- [start:parallelize]
-def parallelize(model, cfg, layout, device, probes, mixed):
-    """Keep this rank's part of `model` and make it distributed; fills
-    layout.model, and layout.stages and layout.schedule when pp > 1."""
+def parallelize(model, cfg, layout, device, mixed, loss=loss_fn):
+    """Keep this rank's part of `model` and make it distributed. With
+    pp > 1 the schedule computes `loss` on the last stage."""
     p, v = cfg.pp, cfg.pp_chunks
     per_stage = cfg.model.n_layers // (p * v)
     # Stage s of the p x v runs blocks [s * per_stage, (s + 1) * per_stage)
@@ -288,31 +221,30 @@ def parallelize(model, cfg, layout, device, probes, mixed):
         part(held, blocks(s), first=s == 0, last=s == p * v - 1) for s in mine
     ]
     units = [held.embed, *held.blocks.values(), held.head]
-    units = [unit for unit in units if unit is not None]
-    traffic = probes.traffic
+    units = tuple(unit for unit in units if unit is not None)
     if p == 1:
-        [layout.model] = data_parallel(
-            [held], units, cfg, layout, device, mixed, traffic
-        )
-        return layout
+        [wrapped] = data_parallel([held], units, cfg, layout, device, mixed)
+        return Parallel(layout, wrapped, units)
     # Each stage's part is a root: FSDP2 starts its work there.
-    data_parallel(chunks, units, cfg, layout, device, mixed, traffic)
-    layout.model = held  # for the optimizer and the checkpoints
+    data_parallel(chunks, units, cfg, layout, device, mixed)
     group = layout.mesh["pp"].get_group()
-    layout.stages = [
+    stages = tuple(
         PipelineStage(chunk, s, p * v, device, group=group)
         for chunk, s in zip(chunks, mine, strict=True)
-    ]
+    )
     schedule = {
         "gpipe": ScheduleGPipe,
         "1f1b": Schedule1F1B,
         "interleaved": ScheduleInterleaved1F1B,
     }[cfg.pp_schedule]
-    stages = layout.stages if v > 1 else layout.stages[0]
-    layout.schedule = schedule(
-        stages, cfg.pp_microbatches, loss_fn=probes.loss(loss_fn)
+    runs = list(stages) if v > 1 else stages[0]
+    return Parallel(
+        layout,
+        held,  # for the optimizer and the checkpoints
+        units,
+        stages,
+        schedule(runs, cfg.pp_microbatches, loss_fn=loss),
     )
-    return layout
 
 
 # --8<-- [end:parallelize]
@@ -330,47 +262,9 @@ def grad_sync(model, last_micro):
 # --8<-- [end:sync]
 
 
-def autocast(layout, mixed):
+def autocast(model, mixed):
     """bf16 autocast for DDP: FSDP2 and replicate() cast by their policy."""
-    if mixed and isinstance(layout.model, DDP):
-        return torch.autocast(layout.mesh.device_type, dtype=torch.bfloat16)
+    if mixed and isinstance(model, DDP):
+        device = next(model.parameters()).device.type
+        return torch.autocast(device, dtype=torch.bfloat16)
     return nullcontext()
-
-
-def local(tensor):
-    """This rank's part of a tensor: the shard of a DTensor."""
-    return tensor.to_local() if hasattr(tensor, "to_local") else tensor
-
-
-def full(tensor):
-    """The whole tensor (collective for a DTensor: call on every rank)."""
-    return tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
-
-
-def state_bytes(model, optimizer):
-    """Bytes this rank holds in params, grads and optimizer state."""
-
-    def nbytes(t):
-        t = local(t)
-        return t.numel() * t.element_size()
-
-    params = list(model.parameters())
-    first = optimizer.state[params[0]]
-    optim = sum(
-        nbytes(v)
-        for s in optimizer.state.values()
-        for v in s.values()
-        if torch.is_tensor(v) and v.dim() > 0  # Adam's `step` is 0-d
-    )
-    return {
-        "params": sum(nbytes(p) for p in params),
-        "grads": sum(nbytes(p.grad) for p in params if p.grad is not None),
-        "optim": optim,
-        "bytes_param": local(params[0]).element_size(),
-        "bytes_grad": local(params[0].grad).element_size(),
-        "bytes_optim": sum(
-            v.element_size()
-            for v in first.values()
-            if torch.is_tensor(v) and v.dim() > 0
-        ),
-    }

@@ -13,7 +13,7 @@ from contextlib import nullcontext
 import torch
 from torch.overrides import TorchFunctionMode
 
-from snippets.torchrun.activation_terms import (
+from snippets.measured.activation_terms import (
     Bytes,
     predicted_bytes_per_block,
     predicted_bytes_per_model,

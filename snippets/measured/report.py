@@ -5,7 +5,7 @@ train.py fills a `Run` on rank 0 and writes it as JSON (`--json`);
 same run should have held and sent; `table` sets measured against
 predicted for DDP and FSDP. Nothing here imports torch.
 
-    python -m snippets.torchrun.report RUNS.json  # a finished run's table
+    python -m snippets.measured.report RUNS.json  # a finished run's table
 """
 
 import json
@@ -340,10 +340,10 @@ def dump(runs, path):
 
 
 def main(argv):
-    """`python -m snippets.torchrun.report RUNS.json`: the table of a
+    """`python -m snippets.measured.report RUNS.json`: the table of a
     finished `--compare` run (the GPU workflow's), and its problems."""
     if len(argv) != 1:
-        print("usage: python -m snippets.torchrun.report RUNS.json")
+        print("usage: python -m snippets.measured.report RUNS.json")
         return 2
     ddp, fsdp = load(argv[0])
     tolerance = 5e-2 if ddp.compute_dtype == "bf16" else LOSS_TOLERANCE

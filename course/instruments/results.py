@@ -1,22 +1,34 @@
 """The launches the course measures with, and their recorded results.
 
-`python -m course.measure` (`make measure`) runs every launch in
+`python -m course.tools.measure` (`make measure`) runs every launch in
 LAUNCHES under torchrun and writes what it measured to
 results/NAME.json, with a digest of what the result depends on: the
-sources of snippets/torchrun/ and the launch's own flags. `load` reads
-a result for a page and refuses one whose digest no longer matches, so
-a page never shows numbers that this version of the code did not
-produce. Nothing here imports torch.
+sources of the modules the launch runs (its entry point and everything
+of this repository it imports, at any depth), the launch's flags and
+torch's version. `load` reads a result for a page and refuses one whose
+digest no longer matches, so a page never shows numbers that this
+version of the code did not produce, while a change to how results are
+shown (this module, report.py, the charts) does not make them stale.
+Nothing here imports torch.
 """
 
+import ast
 import hashlib
 import json
+from importlib.metadata import version
 from pathlib import Path
 
-from snippets.torchrun.report import Run
+from course import ROOT
+from snippets.measured.report import Run
 
 HERE = Path(__file__).resolve().parent
 FOLDER = HERE / "results"
+# The module each kind of launch runs.
+ENTRIES = {
+    "train": "course.instruments.train",
+    "sweep": "course.instruments.sweep",
+    "collectives": "snippets.torchrun.collectives",
+}
 
 
 def flags(**values):
@@ -141,20 +153,62 @@ def run_flags(name):
     return [args]
 
 
-def sources_digest():
-    """sha256 of every Python source in snippets/torchrun/."""
-    h = hashlib.sha256()
-    for path in sorted(HERE.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
+def source(module):
+    """The file of `module` if this repository holds it, else None."""
+    base = ROOT.joinpath(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def imported(module):
+    """The modules of this repository `module` imports, anywhere in it,
+    and the packages they sit in."""
+    path = source(module)
+    package = (
+        module if path.name == "__init__.py" else module.rpartition(".")[0]
+    )
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from . import x
+                parent = package.rsplit(".", node.level - 1)[0]
+                base = f"{parent}.{base}".rstrip(".")
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    found = set()
+    for name in names:
+        parts = name.split(".")
+        found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return {name for name in found if source(name)}
+
+
+def closure(entry):
+    """`entry` and every module of this repository it imports, however
+    deeply, sorted: what a launch of `entry` runs of ours."""
+    seen, todo = set(), [entry]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(imported(module) - seen)
+    return sorted(seen)
 
 
 def digest(name):
-    """What launch `name`'s result depends on, as one sha256."""
+    """What launch `name`'s result depends on, as one sha256: the
+    sources its entry point runs, its processes and flags, and torch."""
     entry, nproc, args = LAUNCHES[name]
-    launch = {"entry": entry, "nproc": nproc, "args": args}
-    text = json.dumps([sources_digest(), launch], sort_keys=True, default=list)
-    return hashlib.sha256(text.encode()).hexdigest()
+    h = hashlib.sha256()
+    for module in closure(ENTRIES[entry]):
+        h.update(module.encode() + b"\0" + source(module).read_bytes() + b"\0")
+    launch = {"nproc": nproc, "args": args, "torch": version("torch")}
+    h.update(json.dumps(launch, sort_keys=True, default=list).encode())
+    return h.hexdigest()
 
 
 class StaleResult(RuntimeError):
@@ -171,8 +225,9 @@ def load(name):
     data = json.loads(path.read_text())
     if data.get("digest") != digest(name):
         raise StaleResult(
-            f"{path} was measured with other sources in snippets/torchrun/ "
-            f"or other flags than these: run `make measure`"
+            f"{path} was measured with other sources than the modules "
+            f"its launch runs now, other flags or another torch: run "
+            f"`make measure`"
         )
     return data
 

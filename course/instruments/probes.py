@@ -1,10 +1,12 @@
-"""What the training script measures, kept out of its training loop.
+"""What the course measures of the training script, from outside it.
 
-`Probes` is made before the model is wrapped and asked for its figures
-at the end. Each figure is switched on by a flag:
+`Probes` is the script's `Watch` (snippets/torchrun/train.py), filled
+in: it attaches to what `parallelize` built and is asked for its
+figures at the end. Each figure is switched on by a flag of
+course/instruments/train.py:
 
 - always: the bytes each rank holds, the data-parallel collectives'
-  buffers (parallel.Traffic), the losses and the tokens per second;
+  buffers (`Traffic`), the losses and the tokens per second;
 - `--check`: the first step's gradients against one process that sees
   the whole batch, the activations one block saves against
   activation_terms.py, and a digest of the final weights;
@@ -24,17 +26,15 @@ from contextlib import nullcontext
 
 import torch
 import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.distributed.tensor import DTensor
+from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from snippets.torchrun import activations
-from snippets.torchrun.model import batch, build_model, loss_fn
-from snippets.torchrun.parallel import (
-    Traffic,
-    full,
-    state_bytes,
-    tensor_parallel,
-)
+from course.instruments import activations
+from snippets.torchrun.model import build_model, loss_fn, step_rows
+from snippets.torchrun.parallel import tensor_parallel
+from snippets.torchrun.train import Watch
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 # --check gathers 2-D DTensors whole; torch warns that this takes two
@@ -51,20 +51,126 @@ def gather(value):
     return values
 
 
-def step_rows(cfg, step, dp, dp_rank=None):
-    """The rows of every micro-batch of `step` that data-parallel rank
-    `dp_rank` of `dp` takes (all of them if None), as one batch:
-    micro-batch after micro-batch."""
-    b, micro = cfg.micro_batch, max(cfg.accum_steps, cfg.pp_microbatches)
-    rows = (
-        slice(None)
-        if dp_rank is None
-        else slice(dp_rank * b, (dp_rank + 1) * b)
+class Traffic:
+    """Bytes per data-parallel collective kind, per (step, micro-batch)."""
+
+    def __init__(self):
+        self.where = (0, 0)
+        self.bytes = defaultdict(lambda: defaultdict(int))
+
+    def add(self, kind, tensor):
+        self.bytes[self.where][kind] += tensor.numel() * tensor.element_size()
+
+    def step_bytes(self, step, kind):
+        return sum(b[kind] for (s, _), b in self.bytes.items() if s == step)
+
+    def micro_bytes(self, step, micro, kind):
+        return self.bytes[(step, micro)][kind]
+
+    def syncs(self, step, kinds=("all_reduce", "reduce_scatter")):
+        """Micro-batches of `step` that reduced gradients across ranks."""
+        return sum(
+            1
+            for (s, _), b in self.bytes.items()
+            if s == step and any(b[k] for k in kinds)
+        )
+
+
+# --8<-- [start:counters]
+def ddp_counting_hook(traffic):
+    """A DDP comm hook: note each bucket, then all-reduce it as usual."""
+
+    def hook(state, bucket):
+        traffic.add("all_reduce", bucket.buffer())
+        return default_hooks.allreduce_hook(state, bucket)
+
+    return hook
+
+
+class CountingAllGather:
+    """FSDP2's all-gather (set_custom_all_gather), with a byte count."""
+
+    def __init__(self, traffic):
+        self.traffic = traffic
+
+    def allocate(self, size, *, dtype, device):
+        return torch.empty(*size, dtype=dtype, device=device)
+
+    def __call__(self, output_tensor, input_tensor, group, async_op=False):
+        self.traffic.add("all_gather", output_tensor)
+        return dist.all_gather_single(
+            output_tensor, input_tensor, group=group, async_op=async_op
+        )
+
+
+class CountingReduceScatter(CountingAllGather):
+    """FSDP2's reduce-scatter (set_custom_reduce_scatter), counted."""
+
+    def __call__(self, output_tensor, input_tensor, group, op, async_op=False):
+        self.traffic.add("reduce_scatter", input_tensor)
+        return dist.reduce_scatter_single(
+            output_tensor, input_tensor, op=op, group=group, async_op=async_op
+        )
+
+
+def count_traffic(built, cfg, traffic):
+    """Put the counters on what data_parallel wrapped: DDP's comm hook,
+    or FSDP2's collectives on each unit. FSDP2's replicate() (DDP with
+    tp or pp) is not counted."""
+    if isinstance(built.model, DDP):
+        built.model.register_comm_hook(None, ddp_counting_hook(traffic))
+        return
+    if cfg.strategy == "ddp":
+        return
+    for unit in built.units:
+        unit.set_custom_all_gather(CountingAllGather(traffic))
+        unit.set_custom_reduce_scatter(CountingReduceScatter(traffic))
+        if cfg.strategy == "hsdp":  # the replicas' all-reduce of each shard
+            unit.set_all_reduce_hook(
+                lambda reduced: traffic.add("all_reduce", reduced)
+            )
+
+
+# --8<-- [end:counters]
+
+
+def local(tensor):
+    """This rank's part of a tensor: the shard of a DTensor."""
+    return tensor.to_local() if hasattr(tensor, "to_local") else tensor
+
+
+def full(tensor):
+    """The whole tensor (collective for a DTensor: call on every rank)."""
+    return tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+
+
+def state_bytes(model, optimizer):
+    """Bytes this rank holds in params, grads and optimizer state."""
+
+    def nbytes(t):
+        t = local(t)
+        return t.numel() * t.element_size()
+
+    params = list(model.parameters())
+    first = optimizer.state[params[0]]
+    optim = sum(
+        nbytes(v)
+        for s in optimizer.state.values()
+        for v in s.values()
+        if torch.is_tensor(v) and v.dim() > 0  # Adam's `step` is 0-d
     )
-    parts = [
-        batch(cfg.model, cfg.seed, step, m, dp * b, rows) for m in range(micro)
-    ]
-    return torch.cat([x for x, _ in parts]), torch.cat([y for _, y in parts])
+    return {
+        "params": sum(nbytes(p) for p in params),
+        "grads": sum(nbytes(p.grad) for p in params if p.grad is not None),
+        "optim": optim,
+        "bytes_param": local(params[0]).element_size(),
+        "bytes_grad": local(params[0].grad).element_size(),
+        "bytes_optim": sum(
+            v.element_size()
+            for v in first.values()
+            if torch.is_tensor(v) and v.dim() > 0
+        ),
+    }
 
 
 # --8<-- [start:grad_check]
@@ -176,13 +282,17 @@ class Timeline:
     most micro-batches whose saved tensors this rank holds at once (a
     (micro-batch, chunk) pair each, when a rank holds several chunks)."""
 
-    def __init__(self, layout, loss, device):
+    def __init__(self, loss, device):
         self.step, self.events, self.live = 0, [], defaultdict(int)
         self.device = device
         self.peak = defaultdict(int)  # step -> micro-batches held
-        for stage in layout.stages:
-            self.watch(stage)
-        self.loss = self.timed(loss, layout.stages[-1].stage_index)
+        self.loss = self.timed(loss)
+        self.last_stage = None  # the stage that computes the loss
+
+    def watch(self, stages):
+        for stage in stages:
+            self.watch_stage(stage)
+        self.last_stage = stages[-1].stage_index
 
     def record(self, stage, kind, micro, run, hold=True):
         """Run `run()` as (stage, kind, micro) and note when it ran."""
@@ -204,14 +314,17 @@ class Timeline:
         )
         return out
 
-    def timed(self, loss, stage):
+    def timed(self, loss):
         calls = defaultdict(int)
 
         def timed_loss(output, target, **kwargs):
             micro = calls[self.step]
             calls[self.step] += 1
             return self.record(
-                stage, "L", micro, lambda: loss(output, target, **kwargs)
+                self.last_stage,
+                "L",
+                micro,
+                lambda: loss(output, target, **kwargs),
             )
 
         return timed_loss
@@ -235,7 +348,7 @@ class Timeline:
     def release(self, key):
         self.live[key] -= 1
 
-    def watch(self, stage):
+    def watch_stage(self, stage):
         forward, backward = stage.forward_one_chunk, stage.backward_one_chunk
         index = stage.stage_index
 
@@ -271,59 +384,74 @@ class Box:
 # --8<-- [end:timeline]
 
 
-class Probes:
-    """The measurements of one training run (see the module's docstring)."""
+class Probes(Watch):
+    """The measurements of one training run (see the module's docstring).
+    Made before the script builds anything, on a model of its own from
+    the same seed: the one the script trains gets wrapped."""
 
-    def __init__(self, cfg, model, layout, device, mixed):
-        self.cfg, self.layout = cfg, layout
-        self.device, self.mixed = device, mixed
-        self.traffic, self.timeline = Traffic(), None
+    def __init__(self, cfg, device, mixed, check=False, trace=False):
+        self.cfg, self.device, self.mixed = cfg, device, mixed
+        self.check, self.trace = check, trace
+        self.traffic, self.timeline, self.built = Traffic(), None, None
+        self.steps = []
+        model = build_model(cfg.model, cfg.seed)
         self.params = sum(p.numel() for p in model.parameters())
         self.found = {}
-        if cfg.check and dist.get_rank() == 0:  # before any wrapping
+        if check and dist.get_rank() == 0:
             self.found["activations"] = activations.record(
                 model, cfg, device, mixed
             )
-        if cfg.trace and cfg.tp > 1:
-            self.found["tp_block"] = tp_collectives(cfg, layout, device, mixed)
 
-    def loss(self, loss):
-        """The loss the pipeline schedule calls (timed with --trace)."""
-        if not (self.cfg.trace and self.layout.stages):
-            return loss
-        self.timeline = Timeline(self.layout, loss, self.device)
+    def loss(self, fn):
+        """The loss the pipeline schedule calls, timed with --trace."""
+        if not (self.trace and self.cfg.pp > 1):
+            return fn
+        self.timeline = Timeline(fn, self.device)
         return self.timeline.loss
 
-    def watching(self, step):
+    def attach(self, built, optimizer):
+        self.built, self.optimizer = built, optimizer
+        count_traffic(built, self.cfg, self.traffic)
+        if self.timeline:
+            self.timeline.watch(built.stages)
+        if self.trace and self.cfg.tp > 1:
+            self.found["tp_block"] = tp_collectives(
+                self.cfg, built.layout, self.device, self.mixed
+            )
+
+    def step(self, step):
         """With --trace and tp > 1, the first step runs under CommBytes:
         every collective DTensor issues in it, in the blocks or not."""
-        if not (
-            self.cfg.trace and self.cfg.tp > 1 and "tp_step" not in self.found
-        ):
+        self.steps.append(step)
+        if not (self.trace and self.cfg.tp > 1) or "tp_step" in self.found:
             return nullcontext()
         comms = CommBytes()
         self.found["tp_step"] = comms.calls
         return comms
 
-    def begin(self, step, micro=0):
+    def micro(self, step, micro):
         self.traffic.where = (step, micro)
         if self.timeline:
             self.timeline.step = step
 
-    def after_backward(self, step, model):
+    def after_backward(self, step):
         """--check, on the first step: before the optimizer changes it."""
-        if self.cfg.check and step == 1:
+        if self.check and step == 1:
             self.found["grad_check"] = check_gradients(
-                model, self.cfg, self.layout, self.device, self.mixed
+                self.built.model,
+                self.cfg,
+                self.built.layout,
+                self.device,
+                self.mixed,
             )
 
-    def results(self, model, optimizer, steps):
+    def results(self):
         """Rank 0: every figure, as plain data (collective)."""
-        cfg, layout = self.cfg, self.layout
-        held = state_bytes(model, optimizer)
+        cfg, layout, steps = self.cfg, self.built.layout, self.steps
+        held = state_bytes(self.built.model, self.optimizer)
         found = dict(self.found, state=gather(held))
-        if cfg.check:
-            found["weights_sha256"] = weights_digest(model)
+        if self.check:
+            found["weights_sha256"] = weights_digest(self.built.model)
         if self.timeline:
             mine = {
                 "events": self.timeline.events,

@@ -1,6 +1,6 @@
 """Activation memory of the decoder in model.py, predicted term by term:
 what each operation of `Block.forward` saves for backward. Plain Python,
-no torch: snippets/torchrun/activations.py measures the same bytes with
+no torch: course/instruments/activations.py measures the same bytes with
 torch, and tests/test_torchrun_activations.py holds them equal.
 
 On CPU, torch 2.13 runs

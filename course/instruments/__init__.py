@@ -1,0 +1,1 @@
+"""What the course measures of its training script, from outside it."""
