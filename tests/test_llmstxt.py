@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-from tests.browser.helpers import SITE
-from tests.test_pdf import built, nav_sources, outputs, squeeze
+from tests.site_text import SITE, built, nav_sources, outputs, squeeze
 
 pytestmark = pytest.mark.slow
 SOURCES = nav_sources()

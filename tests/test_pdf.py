@@ -6,62 +6,18 @@ and a chart's labels are in its text, and every worked answer moved to
 the end of its page."""
 
 import re
-from html import unescape
 
 import pytest
-from mkdocs.utils.yaml import yaml_load
 from pypdf import PdfReader
 
-from course import ROOT
 from course.tools import pdf
-from tests.browser.helpers import SITE
+from tests.site_text import SITE, built, h1, nav_sources, outputs, squeeze
 
 pytestmark = pytest.mark.slow
 PDF = SITE / "course.pdf"
 # pages of paper: 216 at the time of writing; a layout that loses its
 # scale or its print rules moves far from it
 PAPER_PAGES = range(150, 320)
-
-
-def nav_files(nav):
-    for item in nav:
-        value = next(iter(item.values())) if isinstance(item, dict) else item
-        if isinstance(value, list):
-            yield from nav_files(value)
-        else:
-            yield value
-
-
-def built(source):
-    """The built HTML of a docs/ file: 'zero.md' -> site/zero/index.html."""
-    stem = source.rsplit(".", 1)[0]
-    folder = "" if stem == "index" else stem.removesuffix("/index") + "/"
-    return (SITE / folder / "index.html").read_text(encoding="utf-8")
-
-
-def text(html):
-    """The text of an HTML fragment, without its headerlinks (¶)."""
-    return unescape(re.sub(r"<[^>]+>", "", html)).replace("¶", "")
-
-
-def h1(html):
-    return text(re.search(r"<h1[^>]*>(.*?)</h1>", html, re.S)[1]).strip()
-
-
-def outputs(html):
-    """The text of each lab's Output tab, without its captions."""
-    html = re.sub(r'<span class="filename">.*?</span>', "", html)
-    starts = [
-        m.end() for m in re.finditer(r'<div class="lab-output"[^>]*>', html)
-    ]
-    ends = [html.find('<div class="tabbed-block">', at) for at in starts]
-    return [text(html[a:b]) for a, b in zip(starts, ends, strict=True)]
-
-
-def squeeze(text):
-    """Text without its white space: pypdf breaks and joins lines of a
-    wrapped code block its own way."""
-    return re.sub(r"\s+", "", text)
 
 
 @pytest.fixture(scope="module")
@@ -74,12 +30,6 @@ def reader():
 @pytest.fixture(scope="module")
 def pages(reader):
     return [squeeze(p.extract_text()) for p in reader.pages]
-
-
-def nav_sources():
-    """The docs/ files of the nav, in its order."""
-    with open(ROOT / "mkdocs.yml", "rb") as file:
-        return list(nav_files(yaml_load(file)["nav"]))
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from course import ROOT
 WORKFLOWS = ROOT / ".github" / "workflows"
 BIN = Path(sys.executable).parent
 FILES = sorted([*WORKFLOWS.glob("*.yml"), *WORKFLOWS.glob("*.yaml")])
-EXPECTED = ("ci.yml", "pages.yml", "gpu.yml")
+EXPECTED = ("ci.yml", "pages.yml", "gpu.yml", "links.yml")
 FORK_GUARD = re.compile(
     r"github\.event\.pull_request\.head\.repo\.full_name\s*==\s*"
     r"github\.repository"
@@ -211,3 +211,37 @@ def test_gpu_workflow_cannot_be_started_by_a_fork_pull_request():
             "github.event.pull_request.head.repo.full_name == "
             "github.repository"
         )
+
+
+def test_gpu_workflow_runs_weekly_on_an_ephemeral_runner_in_a_container():
+    gpu = load(WORKFLOWS / "gpu.yml")
+    assert [c["cron"] for c in triggers(gpu)["schedule"]], "no schedule"
+    for name, job in gpu["jobs"].items():
+        assert {"self-hosted", "gpu", "ephemeral"} <= set(job["runs-on"]), name
+        assert "--gpus all" in job["container"]["options"], name
+        assert job["container"]["image"], name
+
+
+def test_ci_runs_the_engines_tests():
+    steps = load(WORKFLOWS / "ci.yml")["jobs"]["test"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    assert "make test-engines" in runs
+    assert "make test-engines" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_links_workflow_checks_external_links_on_github():
+    """A scheduled strict build with mkdocs-htmlproofer-plugin switched
+    on, which mkdocs.yml leaves off elsewhere (no network here)."""
+    links = load(WORKFLOWS / "links.yml")
+    assert set(triggers(links)) >= {"schedule", "workflow_dispatch"}
+    (job,) = links["jobs"].values()
+    assert job["runs-on"] == "ubuntu-latest"
+    assert job["env"]["CHECK_LINKS"] == "true"
+    assert any(s.get("run") == "make build" for s in job["steps"])
+    text = (ROOT / "mkdocs.yml").read_text()
+    proofer = re.search(r"- htmlproofer:\n((?:      .*\n)+)", text)
+    assert proofer, "mkdocs.yml has no htmlproofer plugin"
+    options = yaml.safe_load(proofer[1].replace("!ENV ", ""))
+    assert options["enabled"] == ["CHECK_LINKS", False]
+    assert options["validate_external_urls"] is True
+    assert options["raise_error_after_finish"] is True
