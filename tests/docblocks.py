@@ -41,6 +41,9 @@ RECORD = re.compile(
 )
 SKIP = re.compile(r"<!-- skip: (?P<reason>.+?) -->")
 RUNS = itertools.count()  # each run of a block gets a session of its own
+# (page, session) -> (the runner's session, the id of the block it ran
+# last): the next block of that session, run in turn, needs no setup.
+CHAINS = {}
 
 
 @dataclass
@@ -151,7 +154,8 @@ def code(block):
 
 def run(block):
     """What the block prints, run as the build runs it: in a session of
-    its own, after the earlier blocks of its page's session."""
+    its own, after the earlier blocks of its page's session (run just
+    before it, in turn, or else now)."""
     if block.language == "pycon" and not block.executed:
         test = doctest.DocTestParser().get_doctest(
             expand(block.source), {}, block.id, block.id, block.line
@@ -163,12 +167,21 @@ def run(block):
         return ""
     timeout = block.options.get("extra", {}).get("timeout")
     limit = execute.time_limit(timeout, block.id)
-    session = f"{block.id}#{next(RUNS)}"
-    for earlier in block.setup:
-        execute.run(code(earlier), where=earlier.id, session=session)
-    return execute.run(
-        code(block), where=block.id, limit=limit, session=session
-    )
+    session, last = CHAINS.pop((block.path, block.session), (None, None))
+    try:
+        if not (block.setup and block.setup[-1].id == last):
+            session = f"{block.id}#{next(RUNS)}"
+            for earlier in block.setup:
+                execute.run(code(earlier), where=earlier.id, session=session)
+        printed = execute.run(
+            code(block), where=block.id, limit=limit, session=session
+        )
+    except execute.SnippetError:  # its process may be a new one now
+        CHAINS.clear()
+        raise
+    if block.session:
+        CHAINS[block.path, block.session] = (session, block.id)
+    return printed
 
 
 def apply_updates(changes):

@@ -17,7 +17,12 @@ OPENING = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*(python|pycon|py)\b", re.M)
 
 
 @pytest.mark.parametrize(
-    "example", EXAMPLES, ids=[e.parsed.id for e in EXAMPLES]
+    "example",
+    [  # a page's blocks on one worker, in turn: each runs its session's
+        pytest.param(e, id=e.parsed.id, marks=pytest.mark.xdist_group(page))
+        for e in EXAMPLES  # earlier blocks once (tests/docblocks.py)
+        for page in [e.parsed.id.split(":")[0]]
+    ],
 )
 def test_block(example, updates):
     block = example.parsed

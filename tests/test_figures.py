@@ -32,8 +32,9 @@ from snippets.pipeline.schedule import (
 )
 from snippets.zero.memory import memory_per_gpu
 
-# The figures fixture draws every chart: seconds alone, minutes under load.
-pytestmark = pytest.mark.timeout(300)
+# The figures fixture draws every chart: seconds alone, minutes under
+# load; once, on one worker.
+pytestmark = [pytest.mark.timeout(300), pytest.mark.xdist_group("figures")]
 
 
 @pytest.fixture(scope="module")
