@@ -43,6 +43,7 @@ ARGS = [
     "--disable-component-update",
 ]
 PRINT_PAGE = "print_page/"
+LOAD_MS = 300_000
 # Answers and solutions: the admonition kinds the pages fold them in.
 ANSWERS = "details.question, details.success"
 
@@ -104,6 +105,9 @@ def write_pdf(site, out, text):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
             page = browser.new_page()
+            # Several MB of HTML: on a busy machine loading and laying it
+            # out takes longer than Playwright's default 30 s.
+            page.set_default_timeout(LOAD_MS)
             page.route(
                 "**/*",
                 lambda r: (
