@@ -89,6 +89,13 @@ REDUCE_BYTES = {"fp32": 4, "bf16": 2}
 # hide behind.
 BUCKET_BYTES = 25 * 2**20
 
+
+def gathered_bytes(training):
+    """Bytes per weight FSDP2 gathers: its param_dtype, bf16 (fp8 and
+    fp16 runs gather 16 bits too), or fp32 with no policy."""
+    return 4 if training.precision == "fp32" else 2
+
+
 # The fit's result on the measured runs (snippets/planner/fit.py); a
 # test checks that these are what the fit returns.
 FIT = Fit(
@@ -326,7 +333,8 @@ def sharded_seconds(job, fit, shape, links):
     over = (links.nvlink, 1) if lay.zero == "hsdp" else dp_link
     n = 1 if job.training.fsdp_unit == "layer" else shape.modules
     grad = REDUCE_BYTES[job.training.reduce_dtype]
-    gather = n * ring_s("all-gather", 2 * params / n, job.shard, over, fit)
+    size = gathered_bytes(job.training) * params / n
+    gather = n * ring_s("all-gather", size, job.shard, over, fit)
     reduce = n * ring_s(
         "reduce-scatter", grad * params / n, job.shard, over, fit
     )
@@ -360,6 +368,48 @@ def fsdp_collectives(job):
     # resharded after each forward: the warm-up's forwards gather, and
     # every backward gathers what its forward resharded
     return min(micro, lay.pp), micro, 1, True
+
+
+def stage_weights(job, shape, i):
+    """Parameters on each GPU of pipeline stage i: its layers, and the
+    embedding on the first stage, the output layer on the last."""
+    m, lay = job.model, job.layout
+    embedding = m.vocab * m.hidden / lay.tp
+    weights = job.stages[i] * shape.params / lay.tp
+    if i == 0:
+        weights += embedding
+    if i == lay.pp - 1 and not (lay.pp == 1 and m.tied_embeddings):
+        weights += embedding  # the output layer
+    return weights
+
+
+def collective_bytes(job, stage=0):
+    """Bytes the data-parallel collectives of one step move on a GPU of
+    pipeline `stage`, by kind, counted as FSDP2 and DDP hand them over:
+    an all-gather's whole output, a reduce-scatter's whole input, an
+    all-reduce's buffer. DDP all-reduces its gradients once; ZeRO-3 and
+    HSDP gather and reduce-scatter each unit (the layers, the embedding
+    and the output layer) as often as fsdp_collectives says, and HSDP
+    all-reduces each reduced shard with its replicas once. The
+    step's time (step_seconds) charges the layers' collectives only."""
+    lay, t = job.layout, job.training
+    weights = stage_weights(job, layer_shape(job.model), stage)
+    grad = REDUCE_BYTES[t.reduce_dtype] * weights
+    moved = dict(all_reduce=0.0, all_gather=0.0, reduce_scatter=0.0)
+    if lay.zero == 0:
+        moved["all_reduce"] = grad
+    elif lay.zero in (1, 2):
+        every = lay.zero == 2 and lay.gradient_sync == "every"
+        moved["reduce_scatter"] = grad * (job.microbatches if every else 1)
+        moved["all_gather"] = 2 * weights
+    else:
+        forward, backward, reduces, _ = fsdp_collectives(job)
+        size = gathered_bytes(t) * weights
+        moved["all_gather"] = (forward + backward) * size
+        moved["reduce_scatter"] = reduces * grad
+        if lay.zero == "hsdp":
+            moved["all_reduce"] = grad / job.shard
+    return moved
 
 
 def head_seconds(job, fit):
@@ -499,7 +549,6 @@ def memory_GB(job, shape):
     m, t, lay = job.model, job.training, job.layout
     tp, pp = lay.tp, lay.pp
     tokens = t.micro_batch * m.seq_len / lay.cp
-    embedding = m.vocab * m.hidden / tp
     full = lay.recompute == "full"
     stored = job_stored_bytes(job, shape)
     if lay.recompute == "selective":
@@ -523,11 +572,7 @@ def memory_GB(job, shape):
     stages = job.stages
     for i in sorted({0, pp - 1, stages.index(max(stages))}):
         n = stages[i]
-        weights = n * shape.params / tp
-        if i == 0:
-            weights += embedding
-        if i == pp - 1 and not (pp == 1 and m.tied_embeddings):
-            weights += embedding  # the output layer
+        weights = stage_weights(job, shape, i)
         gb = state_bytes(
             weights, lay.zero, lay.dp * lay.cp, job.shard, whole_grads(job)
         )
@@ -581,13 +626,14 @@ def unsharded_bytes(job, shape, weights):
         return 0.0, 0.0
     unit = shape.params if t.fsdp_unit == "layer" else shape.module
     unit = max(unit / lay.tp, m.vocab * m.hidden / lay.tp)
+    size = gathered_bytes(t)
     held = 0.0
     if lay.pp > 1 or not lay.reshard_after_forward:
-        held += max(0.0, 2 * weights - 2 * 2 * unit)
+        held += max(0.0, size * weights - 2 * size * unit)
     if whole_grads(job):
         grad = REDUCE_BYTES[t.reduce_dtype]
-        held += max(0.0, grad * weights - 2 * unit)
-    return 3 * 2 * unit, held
+        held += max(0.0, grad * weights - size * unit)
+    return 3 * size * unit, held
 
 
 def state_bytes(weights, zero, ranks, shard, whole_grads=False):
@@ -597,16 +643,19 @@ def state_bytes(weights, zero, ranks, shard, whole_grads=False):
     bytes a parameter either way: ZeRO-1 and ZeRO-2 in the ZeRO paper's
     recipe (bf16 weights and gradients, fp32 master weights and Adam
     moments), FSDP2 (ZeRO-3, HSDP) in its own (fp32 shards that are the
-    master weights, fp32 gradients, the moments). With `whole_grads`,
-    ZeRO-2 holds its gradients whole, as ZeRO-1 does (FSDP2's whole
-    gradients are counted by unsharded_bytes)."""
+    master weights, fp32 gradients, the moments) and DDP as the script
+    runs it (fp32 weights and gradients under bf16 autocast). With
+    `whole_grads`, ZeRO-2 holds its gradients whole, as ZeRO-1 does
+    (FSDP2's whole gradients are counted by unsharded_bytes)."""
     strategy = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}.get(zero)
     over = ranks
     if zero == "hsdp":
         strategy, over = "zero3", shard
     if zero == 2 and whole_grads:
         strategy = "zero1"
-    recipe = RECIPES["fp32" if strategy == "zero3" else "bf16 + fp32 master"]
+    # DDP keeps fp32 weights under autocast, as the script does
+    fp32 = strategy in ("zero3", "ddp")
+    recipe = RECIPES["fp32" if fp32 else "bf16 + fp32 master"]
     sharded = SHARDED[strategy]
     return {
         name: weights * size / (over if kind in sharded else 1)

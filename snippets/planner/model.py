@@ -11,8 +11,9 @@ from snippets.checks import choice, count, flag, number
 # precision: "bf16" (or "fp16", as fast); "fp8" runs the layers' matrix
 # multiplies in FP8 (Hopper's tensor cores: twice the 16-bit peak on the
 # datasheet; the planner's fitted fp8_speedup is what they reach). MFU
-# is still counted against the 16-bit peak.
-PRECISIONS = ("bf16", "fp16", "fp8")
+# is still counted against the 16-bit peak. "fp32": the weights FSDP2
+# gathers stay in 4 bytes, as the script runs on a CPU (priced as bf16).
+PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
 # fsdp_unit: what ZeRO-3 gathers in one collective: a whole layer
 # (FSDP2's fully_shard on each block) or each module, as DeepSpeed's
 # ZeRO-3 does (two norms, the attention's two matrices, the MLP's).
