@@ -67,7 +67,7 @@ RECORD_RTOL = 1e-5
 AGAIN = {
     1: [("solo", 0)],
     2: [("compare", 0), ("compare", 1), ("ranks2", 0), ("ranks2", 2)]
-    + [("ranks2", 5)],
+    + [("ranks2", 5), ("accum2", 0), ("accum2", 1)],
     4: [("ranks4", 2), ("ranks4", 3), ("ranks4", 5), ("timelines4", 4)],
     8: [("ranks8", 0), ("ranks8", 1)],
 }
@@ -128,7 +128,7 @@ def same_figures(a):
     and order. Not the weights' digest: its last bits follow the CPU's
     kernels (tests/test_train.py compares it within one machine only)."""
     keep = ("state", "traffic", "traffic_per_micro", "syncs_per_step")
-    keep += ("activations", "tp_block", "tp_step")
+    keep += ("activations", "tp_block", "tp_step", "grads_held")
     figures = {k: v for k, v in a.measured.items() if k in keep}
     if a.peak_in_flight:
         figures["peak"] = timelines.peak_in_flight(a)
@@ -191,7 +191,8 @@ def test_measured_figures_match_the_models(name):
             assert state.total == m.state_bytes, run.config
         assert run.traffic == m.traffic
         assert run.traffic_per_micro == m.traffic_per_micro
-        assert set(run.syncs_per_step) == {1} == {m.syncs_per_step}
+        syncs = 1 if run.accum_sync == "last" else m.syncs_per_step
+        assert set(run.syncs_per_step) == {syncs} == {m.syncs_per_step}
         assert report.problems([run]) == []
 
 
@@ -214,10 +215,46 @@ def test_fsdp_holds_half_and_moves_one_and_a_half_times():
         )
 
 
+def test_accumulation_trades_gradient_memory_for_traffic():
+    """--accum-sync last: FSDP2 holds the whole gradient, as DDP does,
+    and reduce-scatters once; every: half of it on two ranks, and one
+    reduce-scatter per micro-batch. Each as report.predict says, and
+    the same losses all four ways."""
+    runs = {(r.strategy, r.accum_sync): r for r in recorded("accum2")}
+    assert report.problems(list(runs.values())) == []
+    last, every = runs["fsdp", "last"], runs["fsdp", "every"]
+    ddp = runs["ddp", "last"]
+    assert set(last.grads_held) == set(ddp.grads_held) == {ddp.params * 4}
+    assert set(every.grads_held) == {ddp.params * 4 // 2}
+    k = every.accum_steps
+    assert k == 4 and every.syncs_per_step == [k] * every.steps
+    assert (
+        every.traffic["reduce_scatter"] == k * last.traffic["reduce_scatter"]
+    )
+    assert every.traffic["all_gather"] == last.traffic["all_gather"]
+    assert (
+        runs["ddp", "every"].traffic["all_reduce"]
+        == k * ddp.traffic["all_reduce"]
+    )
+
+
+def test_hsdp_defers_only_its_all_reduce_with_accum_sync_every():
+    [r] = [r for r in recorded("ranks4") if r.accum_sync == "every"]
+    assert r.strategy == "hsdp" and r.accum_steps == 4
+    per_micro = r.traffic_per_micro
+    assert all(t["reduce_scatter"] for t in per_micro)
+    assert [bool(t["all_reduce"]) for t in per_micro] == [0, 0, 0, 1]
+    assert report.problems([r]) == []
+
+
 def test_hsdp_shards_in_groups_and_all_reduces_across_them():
     """4 ranks as 2 replicas x 2 shards: half of DDP's state per rank,
     and the replicas all-reduce half the gradient (their shard)."""
-    [r] = [r for r in recorded("ranks4") if r.strategy == "hsdp"]
+    [r] = [
+        r
+        for r in recorded("ranks4")
+        if r.strategy == "hsdp" and r.accum_sync == "last"
+    ]
     assert (r.world_size, r.shard_size) == (4, 2)
     gradient = r.params * r.state[0].bytes_grad
     assert r.state[0].total == 16 * r.params // 2
@@ -361,7 +398,7 @@ def parity_rows():
 
 def test_every_layout_trains_the_same_losses_as_one_process():
     solo, *layouts = parity_rows()
-    assert len(layouts) == 8 and solo.world_size == 1
+    assert len(layouts) == 9 and solo.world_size == 1
     names = {(r.strategy, r.tp, r.pp, r.world_size) for r in layouts}
     assert {("ddp", 1, 1, 4), ("hsdp", 1, 1, 4), ("fsdp", 2, 2, 8)} <= names
     for r in layouts:
@@ -407,6 +444,8 @@ BAD = [
     (["--pp-schedule=gpipe"], "--pp-schedule", "--pp > 1 only"),
     (["--pp-schedule=zb"], "--pp-schedule", "'gpipe', '1f1b'"),
     (["--recompute=some"], "--recompute", "'none', 'full'"),
+    (["--accum-sync=some"], "--accum-sync", "'last', 'every'"),
+    (["--pp=2", "--accum-sync=every"], "--accum-sync every", "without --pp"),
     (
         [
             "--pp=2",

@@ -27,6 +27,7 @@ from contextlib import nullcontext
 import torch
 import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.distributed.fsdp import FSDPModule
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -134,6 +135,35 @@ def count_traffic(built, cfg, traffic):
 # --8<-- [end:counters]
 
 
+def grads_held(built):
+    """Gradient bytes this rank holds now: its parameters' .grad (whole
+    under DDP, this rank's shard under FSDP2) and the whole, unsharded
+    gradients FSDP2 keeps while it defers its reduce-scatter. The second
+    is FSDP2's own state, read from its parameter groups: no public API
+    reports it."""
+    held = sum(
+        nbytes(p.grad) for p in built.model.parameters() if p.grad is not None
+    )
+    for unit in built.units:
+        if not isinstance(unit, FSDPModule):
+            continue
+        group = unit._get_fsdp_state()._fsdp_param_group
+        for param in group.fsdp_params if group else ():
+            waiting = (
+                param._unsharded_param.grad
+                if hasattr(param, "_unsharded_param")
+                else None,
+                param.unsharded_accumulated_grad,
+            )
+            held += sum(nbytes(g) for g in waiting if g is not None)
+    return held
+
+
+def nbytes(tensor):
+    tensor = local(tensor)
+    return tensor.numel() * tensor.element_size()
+
+
 def local(tensor):
     """This rank's part of a tensor: the shard of a DTensor."""
     return tensor.to_local() if hasattr(tensor, "to_local") else tensor
@@ -146,10 +176,6 @@ def full(tensor):
 
 def state_bytes(model, optimizer):
     """Bytes this rank holds in params, grads and optimizer state."""
-
-    def nbytes(t):
-        t = local(t)
-        return t.numel() * t.element_size()
 
     params = list(model.parameters())
     first = optimizer.state[params[0]]
@@ -393,7 +419,7 @@ class Probes(Watch):
         self.cfg, self.device, self.mixed = cfg, device, mixed
         self.check, self.trace = check, trace
         self.traffic, self.timeline, self.built = Traffic(), None, None
-        self.steps = []
+        self.steps, self.held = [], {}  # step -> gradient bytes, most
         model = build_model(cfg.model, cfg.seed)
         self.params = sum(p.numel() for p in model.parameters())
         self.found = {}
@@ -430,12 +456,21 @@ class Probes(Watch):
         return comms
 
     def micro(self, step, micro):
+        if micro:  # what the micro-batches before this one left
+            self.note_grads(step)
         self.traffic.where = (step, micro)
         if self.timeline:
             self.timeline.step = step
 
+    def note_grads(self, step):
+        if self.cfg.pp == 1:  # a pipeline runs its micro-batches inside
+            held = grads_held(self.built)
+            self.held[step] = max(self.held.get(step, 0), held)
+
     def after_backward(self, step):
-        """--check, on the first step: before the optimizer changes it."""
+        """The gradients the step ends with; and --check, on the first
+        step: before the optimizer changes it."""
+        self.note_grads(step)
         if self.check and step == 1:
             self.found["grad_check"] = check_gradients(
                 self.built.model,
@@ -465,6 +500,8 @@ class Probes(Watch):
             for m in range(cfg.accum_steps)
         ]
         found["syncs_per_step"] = [self.traffic.syncs(s) for s in steps]
+        if self.held:
+            found["grads_held"] = gather(self.held[last])
         return found
 
 

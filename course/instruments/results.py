@@ -50,6 +50,29 @@ PAGE = flags(
     steps=3,
     log_every=3,
 )
+# FSDP2's two ways to accumulate (--accum-sync), beside DDP's: four
+# micro-batches a step, so that the difference shows.
+ACCUM = flags(
+    vocab=128,
+    seq_len=32,
+    d_model=64,
+    n_heads=2,
+    n_layers=2,
+    d_ff=256,
+    micro_batch=4,
+    accum_steps=4,
+    steps=2,
+    log_every=2,
+)
+ACCUM_RUNS = tuple(
+    (*ACCUM, f"--strategy={strategy}", f"--accum-sync={when}")
+    for strategy, when in (
+        ("fsdp", "last"),
+        ("fsdp", "every"),
+        ("ddp", "last"),
+        ("ddp", "every"),
+    )
+)
 # Loss parity: every layout sees 8 sequences per micro-batch, 4
 # micro-batches per step, 3 steps, from the same seed.
 TINY = flags(vocab=64, seq_len=16, d_model=32, n_heads=4, n_layers=4, d_ff=64)
@@ -132,8 +155,11 @@ LAUNCHES = {
             parity(1, "--tp=4", "--trace"),
             parity(1, "--pp=4"),
             PP2_TP2,
+            parity(4, "--strategy=hsdp", "--shard-size=2")
+            + ("--accum-sync=every",),
         ),
     ),
+    "accum2": ("sweep", 2, ACCUM_RUNS),
     "timelines4": ("sweep", 4, tuple(TIMELINES[4])),
     "ranks8": ("sweep", 8, (THREE_D, THREE_D_DDP)),
     "collectives2": ("collectives", 2, ()),

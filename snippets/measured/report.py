@@ -20,6 +20,7 @@ LOSS_TOLERANCE = 1e-4  # DDP vs FSDP, same seed, fp32 on CPU
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 # What probes.py measures only when asked (--check, --trace).
 OPTIONAL = (
+    "grads_held",
     "activations",
     "weights_sha256",
     "tp_block",
@@ -141,6 +142,7 @@ class Predicted:
     traffic: dict[str, int]
     traffic_per_micro: list[dict[str, int]] = field(repr=False)
     syncs_per_step: int
+    grads_held: int  # the most gradient bytes between two micro-batches
 
 
 def predict(r):
@@ -154,26 +156,38 @@ def predict(r):
         bytes_grad=b.bytes_grad,
         bytes_optim=b.bytes_optim,
     )
-    traffic = dict.fromkeys(KINDS, 0)
-    if shards > 1:  # ZeRO-3: gather in forward and backward, scatter
-        gather = 2 if r.compute_dtype == "bf16" else b.bytes_param
-        traffic["all_gather"] = 2 * k * p * gather
-        traffic["reduce_scatter"] = p * b.bytes_grad
-    if replicas > 1:  # replicas all-reduce the gradient (or its shard)
-        traffic["all_reduce"] = p * b.bytes_grad // shards
-    # FSDP2 skips its collectives on a single rank.
+    every = r.accum_sync == "every"  # reduce on every micro-batch
+    grad = p * b.bytes_grad
+    # What each micro-batch that reduces sends: ZeRO-3 reduce-scatters
+    # the gradient; replicas all-reduce it (or, with HSDP, its shard).
+    reduce = dict.fromkeys(KINDS, 0)
+    if shards > 1:
+        reduce["reduce_scatter"] = grad
+    if replicas > 1:
+        reduce["all_reduce"] = grad // shards
     per_micro = [dict.fromkeys(KINDS, 0) for _ in range(k)]
-    for kind, value in traffic.items():
-        if kind == "all_gather":  # every micro-batch gathers
-            for t in per_micro:
-                t[kind] = value // k
-        else:  # only the last one reduces
-            per_micro[-1][kind] = value
+    for i, t in enumerate(per_micro):
+        if shards > 1:  # ZeRO-3 gathers in forward and backward
+            gather = 2 if r.compute_dtype == "bf16" else b.bytes_param
+            t["all_gather"] = 2 * p * gather
+        last = i == k - 1
+        if every or last:
+            t["reduce_scatter"] = reduce["reduce_scatter"]
+        # HSDP defers its replicas' all-reduce to the last micro-batch
+        # (set_requires_all_reduce); DDP with "every" reduces each one.
+        if last or (every and shards == 1):
+            t["all_reduce"] = reduce["all_reduce"]
+    traffic = {kind: sum(t[kind] for t in per_micro) for kind in KINDS}
+    syncs = sum(1 for t in per_micro if t["all_reduce"] or t["reduce_scatter"])
+    # Between micro-batches a rank holds its shard of the gradients, or
+    # the whole of them: DDP always, FSDP2 while it defers the sync.
+    whole = shards == 1 or (k > 1 and not every)
     return Predicted(
         state_bytes=round(state * GB),
         traffic=traffic,
         traffic_per_micro=per_micro,
-        syncs_per_step=1 if any(traffic.values()) else 0,
+        syncs_per_step=syncs,
+        grads_held=grad if whole else grad // shards,
     )
 
 
@@ -192,6 +206,8 @@ def problems(runs, loss_tolerance=LOSS_TOLERANCE):
             found.append(f"{r.strategy}: traffic {r.traffic}")
         if set(r.syncs_per_step) != {m.syncs_per_step}:
             found.append(f"{r.strategy}: syncs per step {r.syncs_per_step}")
+        if r.grads_held and set(r.grads_held) != {m.grads_held}:
+            found.append(f"{r.strategy}: gradients held {r.grads_held}")
         a = r.activations
         if a and (a["block"], a["model"]) != (
             a["block_predicted"],
@@ -236,6 +252,11 @@ def summary(r):
         lines.append(
             f"bytes sent per rank, step: {sent_by(r, r.traffic):,.0f}"
         )
+        if r.grads_held:
+            lines.append(
+                f"gradient bytes held between micro-batches, at most: "
+                f"{max(r.grads_held):,}; predicted {m.grads_held:,}"
+            )
     if r.grad_check:
         c = r.grad_check
         lines.append(

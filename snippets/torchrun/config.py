@@ -16,6 +16,7 @@ from snippets.checks import count, number
 STRATEGIES = ("ddp", "fsdp", "hsdp")
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 RECOMPUTE = ("none", "full")
+ACCUM_SYNC = ("last", "every")
 
 
 def option(default, help, *, minimum=None, choices=None):
@@ -60,6 +61,12 @@ class TrainConfig:
     steps: int = option(8, "optimizer steps", minimum=1)
     micro_batch: int = option(8, "sequences per rank per pass", minimum=1)
     accum_steps: int = option(1, "micro-batches per step", minimum=1)
+    accum_sync: str = option(
+        "last",
+        "with --accum-steps: reduce gradients on the last micro-batch "
+        "(FSDP holds them unsharded until then) or on every one",
+        choices=ACCUM_SYNC,
+    )
     global_batch: int | None = option(
         None, "sequences per step; sets --accum-steps", minimum=1
     )
@@ -251,6 +258,12 @@ def build(args, world_size, env=None):
         raise ConfigError(
             f"--accum-steps ({accum}) must be 1 with --pp: the pipeline "
             "runs --pp-microbatches micro-batches per step instead"
+        )
+    if args.pp > 1 and args.accum_sync == "every":
+        raise ConfigError(
+            "--accum-sync every applies without --pp only: "
+            "torch.distributed.pipelining reduces gradients after the "
+            "last micro-batch itself"
         )
     if args.global_batch is not None:
         per_pass = args.micro_batch * dp

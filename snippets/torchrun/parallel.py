@@ -251,11 +251,19 @@ def parallelize(model, cfg, layout, device, mixed, loss=loss_fn):
 
 
 # --8<-- [start:sync]
-def grad_sync(model, last_micro):
-    """Reduce gradients on the last micro-batch of a step only."""
+def grad_sync(model, last_micro, cfg):
+    """Whether this micro-batch's backward reduces gradients across
+    ranks (--accum-sync). "last": only the last of the step; DDP skips
+    its all-reduce and adds up full gradients, FSDP2 skips its
+    reduce-scatter and holds full, unsharded gradients until then.
+    "every": FSDP2 reduce-scatters each micro-batch and adds up shards;
+    HSDP still all-reduces the shards across replicas on the last."""
+    sync = last_micro or cfg.accum_sync == "every"
     if isinstance(model, DDP):
-        return nullcontext() if last_micro else model.no_sync()
-    model.set_requires_gradient_sync(last_micro)
+        return nullcontext() if sync else model.no_sync()
+    model.set_requires_gradient_sync(sync)
+    if cfg.strategy == "hsdp":
+        model.set_requires_all_reduce(last_micro)
     return nullcontext()
 
 

@@ -83,7 +83,8 @@ def train_step(built, cfg, step, device, mixed, watch):
         for micro, (xm, ym) in enumerate(pieces):
             watch.micro(step, micro)
             last = micro == cfg.accum_steps - 1
-            with grad_sync(built.model, last), autocast(built.model, mixed):
+            sync = grad_sync(built.model, last, cfg)
+            with sync, autocast(built.model, mixed):
                 loss = loss_fn(built.model(xm), ym) / cfg.accum_steps
                 loss.backward()
             total += loss.detach()
