@@ -114,6 +114,13 @@ TWO = (
         ),
         (
             1,
+            dict(dp=4, tp=2, pp=1, zero=3, recompute="none")
+            | dict(gradient_sync="every"),
+            f"{ONE} --strategy fsdp --tp 2 --micro-batch 2 --accum-steps 2 "
+            "--accum-sync every",
+        ),
+        (
+            1,
             dict(dp=1, tp=1, pp=8, zero=0, recompute="none")
             | dict(schedule="gpipe"),
             f"{ONE} --strategy ddp --pp 8 --pp-schedule gpipe "
@@ -140,6 +147,11 @@ def test_3d_layouts_get_the_scripts_flags(nodes, layout, flags):
         (dict(dp=4, tp=2, pp=1, zero=1, recompute="none"), "ZeRO-1"),
         (dict(dp=2, tp=2, pp=2, zero=2, recompute="none"), "ZeRO-2"),
         (dict(dp=2, cp=2, tp=2, pp=1, zero=3, recompute="none"), "context"),
+        (
+            dict(dp=2, tp=2, pp=2, zero=3, recompute="none")
+            | dict(gradient_sync="every"),
+            "with a pipeline",
+        ),
         (
             dict(dp=2, tp=1, pp=4, zero=0, recompute="none")
             | dict(embedding_slots=True),

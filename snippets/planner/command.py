@@ -31,10 +31,10 @@ def unrunnable(lay):
             f"reshard_after_forward={lay.reshard_after_forward} (the "
             f"script passes {script} with pp={lay.pp})"
         )
-    if lay.gradient_sync == "every":
+    if lay.gradient_sync == "every" and lay.pp > 1:
         return (
-            "a gradient sync in every micro-batch (the script defers it "
-            "to the last)"
+            "a gradient sync in every micro-batch with a pipeline "
+            "(torch.distributed.pipelining defers it to the last)"
         )
     return None
 
@@ -97,6 +97,10 @@ def torchrun(job):
     flags += [
         f"--micro-batch {job.training.micro_batch}",
         f"--accum-steps {1 if lay.pp > 1 else job.microbatches}",
+    ]
+    if lay.gradient_sync == "every":  # the script's default is "last"
+        flags.append("--accum-sync every")
+    flags += [
         f"--vocab {m.vocab} --seq-len {m.seq_len}",
         f"--d-model {m.hidden} --n-heads {m.heads}",
         f"--n-layers {m.layers} --d-ff {m.ffn}",
