@@ -94,6 +94,9 @@ def summary(log, flags=FLAGS):
 
 def main():
     """Print the run's summary; RECORD holds the one the page shows."""
+    # Ray gives its node 30 s to register; a busy 2-core machine once
+    # took longer (1 start in 8 failed under a parallel build).
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         print(summary(launch()))
