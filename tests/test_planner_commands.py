@@ -15,6 +15,7 @@ from course import ROOT
 from course.tools.stress import environment, what_failed
 from snippets.planner.command import launch_command
 from snippets.planner.report import plan
+from tests.cpu_cluster import CPU
 
 pytestmark = pytest.mark.slow  # torchrun launches
 
@@ -27,15 +28,6 @@ TINY = dict(
     vocab=64,
     seq_len=16,
     gated=False,
-)
-CPU = dict(
-    gpu="h100-80gb",
-    gpu_memory_GB=80,
-    hbm_GBps=1,
-    peak_TFLOPs=1,
-    nvlink_GBps=1,
-    nics_per_node=1,
-    nic_GBps=1,
 )
 
 

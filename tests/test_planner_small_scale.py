@@ -16,7 +16,7 @@ from snippets.measured.report import load
 from snippets.planner.command import launch_command as planners_command
 from snippets.planner.cost import collective_bytes, estimate
 from snippets.planner.layouts import check_layout
-from tests.test_planner_commands import CPU
+from tests.cpu_cluster import CPU
 
 pytestmark = pytest.mark.slow  # torchrun launches
 

@@ -51,7 +51,7 @@ from snippets.planner.command import (
     launch_command as launch_command_of_the_planner,
 )
 from snippets.torchrun import config
-from tests.test_planner_commands import CPU  # a cluster sized for the CPU
+from tests.cpu_cluster import CPU  # a cluster sized for the CPU
 
 ENV = environment()
 PARITY_RTOL = 1e-5  # fp32 losses of one seed and batch, any layout
