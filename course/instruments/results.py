@@ -36,33 +36,21 @@ def flags(**values):
     return tuple(f"--{k.replace('_', '-')}={v}" for k, v in values.items())
 
 
-# The torchrun page's DDP-against-FSDP launch: small, and the ratios it
-# shows do not depend on the size.
-PAGE = flags(
-    vocab=128,
-    seq_len=32,
-    d_model=64,
-    n_heads=2,
-    n_layers=2,
-    d_ff=256,
-    micro_batch=4,
-    accum_steps=2,
-    steps=3,
-    log_every=3,
+# The model of the torchrun page's launches: small, and the ratios they
+# show do not depend on the size.
+PAGE_MODEL = flags(
+    vocab=128, seq_len=32, d_model=64, n_heads=2, n_layers=2, d_ff=256
+)
+# DDP against FSDP
+PAGE = (
+    *PAGE_MODEL,
+    *flags(micro_batch=4, accum_steps=2, steps=3, log_every=3),
 )
 # FSDP2's two ways to accumulate (--accum-sync), beside DDP's: four
 # micro-batches a step, so that the difference shows.
-ACCUM = flags(
-    vocab=128,
-    seq_len=32,
-    d_model=64,
-    n_heads=2,
-    n_layers=2,
-    d_ff=256,
-    micro_batch=4,
-    accum_steps=4,
-    steps=2,
-    log_every=2,
+ACCUM = (
+    *PAGE_MODEL,
+    *flags(micro_batch=4, accum_steps=4, steps=2, log_every=2),
 )
 ACCUM_RUNS = tuple(
     (*ACCUM, f"--strategy={strategy}", f"--accum-sync={when}")
