@@ -177,14 +177,14 @@ if __name__ == "__main__":
     held = held_out_fits()
     rows = [compared(run, held=held) for run in runs.RUNS]
     print(
-        "| run | GPUs | layout | measured | predicted, its source held out"
-        " | error | predicted, fit on all | error |"
+        "| run | layout | measured | predicted, source held out | error "
+        "| fit on all | error |"
     )
-    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         run, e = r["run"], r["held_out_error"]
         print(
-            f"| {run.label} | {run.gpus:,} | {name(r['result']['layout'])}"
+            f"| {run.label} | {name(r['result']['layout'])}"
             f" | {r['measured']:,.1f} | {r['measured'] * (1 + e):,.1f} | "
             f"{e:+.1%} | {r['predicted']:,.1f} | {r['error']:+.1%} |"
         )
