@@ -7,17 +7,9 @@ import re
 from mkdocs.config import load_config
 
 from course import ROOT
+from tests.site_text import nav_files
 
 CONFIG = load_config(str(ROOT / "mkdocs.yml"))
-
-
-def nav_pages(nav):
-    for item in nav:
-        value = next(iter(item.values())) if isinstance(item, dict) else item
-        if isinstance(value, list):
-            yield from nav_pages(value)
-        else:
-            yield value
 
 
 def test_build_is_strict_and_makes_no_third_party_requests():
@@ -42,7 +34,7 @@ def test_python_fences_run_through_the_build_and_links_are_checked():
 
 
 def test_every_page_is_in_the_nav():
-    in_nav = set(nav_pages(CONFIG.nav))
+    in_nav = set(nav_files(CONFIG.nav))
     docs = ROOT / "docs"
     pages = {
         p.relative_to(docs).as_posix()
