@@ -140,11 +140,6 @@ def test_3d_layouts_get_the_scripts_flags(nodes, layout, flags):
         (dict(dp=2, tp=2, pp=2, zero=2, recompute="none"), "ZeRO-2"),
         (dict(dp=2, cp=2, tp=2, pp=1, zero=3, recompute="none"), "context"),
         (
-            dict(dp=2, tp=2, pp=2, zero=3, recompute="none")
-            | dict(gradient_sync="every"),
-            "with a pipeline",
-        ),
-        (
             dict(dp=2, tp=1, pp=4, zero=0, recompute="none")
             | dict(embedding_slots=True),
             "stages of unequal size",

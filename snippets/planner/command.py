@@ -31,11 +31,6 @@ def unrunnable(lay):
             f"reshard_after_forward={lay.reshard_after_forward} (the "
             f"script passes {script} with pp={lay.pp})"
         )
-    if lay.gradient_sync == "every" and lay.pp > 1:
-        return (
-            "a gradient sync in every micro-batch with a pipeline "
-            "(torch.distributed.pipelining defers it to the last)"
-        )
     return None
 
 
