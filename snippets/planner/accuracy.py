@@ -315,6 +315,23 @@ if __name__ == "__main__":
     )
     # --8<-- [end:choices]
 
+    # --8<-- [start:memory]
+    from snippets.planner.fit import job as inputs
+
+    tight = []
+    for r in rows:
+        card = inputs(r["run"])[1]["gpu_memory_GB"]
+        gb = r["result"]["memory_per_gpu_GB"]
+        tight.append((gb["total"] / card, r["run"].label, gb, card))
+    fitting = [t for t in tight if t[0] <= 1]
+    print(f"{len(fitting)} of {len(rows)} published layouts fit.")
+    for share, label, gb, card in sorted(tight, reverse=True)[:4]:
+        print(
+            f"{label}: {gb['total']:.1f} GB of {card:g} ({share:.0%}), "
+            f"activations {gb['activations']:.1f} GB"
+        )
+    # --8<-- [end:memory]
+
     # --8<-- [start:jobs]
     from snippets.planner.model import MODELS, cluster
 

@@ -20,6 +20,8 @@ def unrunnable(lay):
         return f"ZeRO-{lay.zero} (the script shards all or nothing)"
     if lay.cp > 1:
         return "context parallelism"
+    if lay.recompute == "per-op":
+        return "per-op selective recomputation (torchtitan's)"
     if lay.embedding_slots:
         return "stages of unequal size (embedding slots)"
     script = lay.pp == 1  # it reshards after forward without a pipeline

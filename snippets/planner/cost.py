@@ -99,13 +99,13 @@ def gathered_bytes(training):
 # The fit's result on the measured runs (snippets/planner/fit.py); a
 # test checks that these are what the fit returns.
 FIT = Fit(
-    a100_gemm_share=0.51,
-    h100_gemm_share=0.541,
+    a100_gemm_share=0.511,
+    h100_gemm_share=0.57,
     attention_share=0.196,
-    hbm_passes=1.76,
-    fused_speedup=1.33,
-    fp8_speedup=1.96,
-    overlap=0.52,
+    hbm_passes=1.48,
+    fused_speedup=1.31,
+    fp8_speedup=1.88,
+    overlap=0.555,
 )
 
 
@@ -126,6 +126,14 @@ class LayerShape:
     replicated: float
     split: float
     scores: float
+    # torchtitan's per-op selective recomputation ("per-op"): the weights
+    # of the matrix multiplies it runs again, and what it keeps per token
+    # beside the layer's input: `op_split` divided among the
+    # tensor-parallel ranks, `op_whole` (a row-parallel output before
+    # its reduction) not.
+    op_recomputed: int
+    op_split: float
+    op_whole: float
 
 
 def layer_shape(m):
@@ -145,6 +153,15 @@ def layer_shape(m):
         split=2 + 4 * kv / h + 2 + mlp * 2 * f / h,
         # softmax output, with dropout its mask and output too
         scores=(2 + 3 * mask) * m.heads / h,
+        # In forward order the layer multiplies by wq, wk, wv, wo, w1,
+        # (w3,) w2; the policy keeps the 1st, 3rd, 5th and 7th outputs
+        # and runs wk, wo and the MLP's 6th again. Both shapes recompute
+        # h x kv, h x h and h x f weights; both keep the queries, the
+        # values, w1's output and attention's output, and the gated MLP
+        # also w2's.
+        op_recomputed=h * kv + h * h + h * f,
+        op_split=2 + 2 * kv / h + 2 * f / h + 2,
+        op_whole=2 if m.gated else 0,
     )
 
 
@@ -232,6 +249,22 @@ def stored_bytes(m, shape, *, micro_batch, tp, cp, sp, flash):
     return stored * micro_batch * s / cp * h
 
 
+def op_kept_bytes(job, shape):
+    """Bytes one layer keeps for one micro-batch under torchtitan's
+    per-op selective recomputation (its _save_list, with every second
+    matrix multiply left out): the layer's input, which the checkpoint
+    keeps, the outputs of the multiplies and the attention kernel it
+    saves, and, with sequence parallelism, the reduce-scatters'
+    outputs."""
+    m, lay = job.model, job.layout
+    tp, sp = lay.tp, lay.sequence_parallel
+    tokens = job.training.micro_batch * m.seq_len / lay.cp
+    per_token = 2 / (tp if sp else 1) + shape.op_split / tp + shape.op_whole
+    if sp and tp > 1:
+        per_token += 2 * 2 / tp
+    return per_token * tokens * m.hidden
+
+
 def job_stored_bytes(job, shape):
     """stored_bytes for the job's micro-batch and layout."""
     lay, t = job.layout, job.training
@@ -302,10 +335,21 @@ def layer_seconds(job, fit, shape, links):
     if lay.recompute == "full":
         backward += compute
         tp_backward += tp_forward
+        if t.distribute_saved_activations and not lay.sequence_parallel:
+            # the layer's input gathered from its pieces first
+            link = links.group(1, tp)
+            tp_backward += ring_s("all-gather", 2 * tokens * h, tp, link, fit)
     elif lay.recompute == "selective" and not flash:
         # the attention core again: its products and its softmax
         scores = shape.scores * s * tokens * h / tp
         backward += attention + fit.hbm_passes * scores / hbm
+    elif lay.recompute == "per-op":
+        # every second matrix multiply and every element-wise kernel
+        # again (and attention, if no flash kernel saved its output);
+        # the tensor-parallel collectives too, as with full
+        backward += matmuls * shape.op_recomputed / shape.weights
+        backward += elementwise + (0 if flash else attention)
+        tp_backward += tp_forward
     gather, reduce = sharded_seconds(job, fit, shape, links)
     return LayerSeconds(
         compute, backward, tp_forward, tp_backward, gather, reduce
@@ -565,7 +609,10 @@ def memory_GB(job, shape):
         )
     keep = stored
     if full:
-        keep = 2 * tokens * m.hidden / (tp if lay.sequence_parallel else 1)
+        split = lay.sequence_parallel or t.distribute_saved_activations
+        keep = 2 * tokens * m.hidden / (tp if split else 1)
+    if lay.recompute == "per-op":
+        keep = op_kept_bytes(job, shape)
     worst = None
     # In-flight micro-batches fall from stage to stage, so the GPU that
     # needs the most is the first, the last or the first of the fullest.
@@ -577,8 +624,8 @@ def memory_GB(job, shape):
             weights, lay.zero, lay.dp * lay.cp, job.shard, whole_grads(job)
         )
         acts = in_flight(job, i) * n * keep
-        if full:  # the layer being recomputed holds it all
-            acts += stored
+        if lay.recompute in ("full", "per-op"):
+            acts += stored  # the layer being recomputed holds it all
         if i == pp - 1:
             acts += LOGIT_BYTES * m.vocab * tokens / tp
         gb["activations"] = acts

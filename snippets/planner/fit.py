@@ -63,26 +63,24 @@ def job(run):
         fsdp_unit="module"
         if run.framework.startswith("DeepSpeed")
         else "layer",
+        distribute_saved_activations=run.distribute_saved_activations,
     )
-    # torchtitan's per-op selective policy recomputes only cheap ops
-    # next to flash attention: the planner counts it as none.
-    recompute = run.recompute
-    if recompute == "selective" and training["flash_attention"]:
-        recompute = "none"
     layout = dict(
         dp=run.dp,
         tp=run.tp,
         pp=run.pp,
         cp=run.cp,
         zero=run.zero,
-        recompute=recompute,
+        recompute=run.recompute,
         sequence_parallel=run.sequence_parallel,
         embedding_slots=run.embedding_slots,
         schedule="1f1b" if run.schedule == "none" else run.schedule,
         chunks=run.chunks or 1,
     )
-    # DeepSpeed reduces ZeRO-2 and ZeRO-3 gradients every micro-batch.
-    if run.framework.startswith("DeepSpeed") and run.zero in (2, 3):
+    # DeepSpeed and Megatron-FSDP (NeMo's FSDP) reduce ZeRO-2 and ZeRO-3
+    # gradients every micro-batch: MegatronFSDP delays the reduction
+    # only for its "no_shard" and "optim" strategies.
+    if training["stack"] == "fused" and run.zero in (2, 3):
         layout["gradient_sync"] = "every"
     layouts = [layout]
     if run.chunks is None:  # one rule for every such row

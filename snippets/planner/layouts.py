@@ -23,7 +23,10 @@ from snippets.planner.model import (
 )
 
 ZERO = (0, 1, 2, 3, "hsdp")
-RECOMPUTE = ("none", "selective", "full")
+# "selective": Megatron-LM's (Korthikanti et al. 2022), the attention
+# core; "per-op": torchtitan's policy, every second matrix multiply and
+# every element-wise kernel (snippets/planner/cost.py, op_kept_bytes).
+RECOMPUTE = ("none", "selective", "per-op", "full")
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 # When ZeRO-2, ZeRO-3 and HSDP reduce the gradients under accumulation:
 # once, in the last micro-batch ("deferred": FSDP2's

@@ -99,7 +99,12 @@ class Training:
     """The batch and how it is trained. reserve_GB: memory on each GPU
     that training cannot use: the CUDA context and kernels (about
     0.5 GB), NCCL's buffers (about 1 GB over several communicators)
-    and the allocator's fragmentation."""
+    and the allocator's fragmentation. distribute_saved_activations:
+    full recomputation keeps each layer's input split among the
+    tensor-parallel ranks, and gathers it before running the layer
+    again (Megatron-LM's --distribute-saved-activations, metaseq's
+    --distribute-checkpointed-activations); sequence parallelism
+    splits it anyway."""
 
     global_batch_tokens: int
     micro_batch: int
@@ -109,6 +114,7 @@ class Training:
     fsdp_unit: str = "layer"
     reduce_dtype: str = "fp32"
     stack: str = "native"
+    distribute_saved_activations: bool = False
 
     def __post_init__(self):
         count("training.global_batch_tokens", self.global_batch_tokens)
@@ -119,6 +125,10 @@ class Training:
         choice("training.fsdp_unit", self.fsdp_unit, FSDP_UNITS)
         choice("training.reduce_dtype", self.reduce_dtype, REDUCE_DTYPES)
         choice("training.stack", self.stack, STACKS)
+        flag(
+            "training.distribute_saved_activations",
+            self.distribute_saved_activations,
+        )
 
 
 def checked(cls, name, value):

@@ -90,7 +90,7 @@ class Run:
     chunks: int | None  # model chunks per pipeline rank (v)
     micro_batch: int | None  # sequences per micro-batch
     global_batch: int  # sequences per optimizer step
-    recompute: str  # "none", "selective", "full"
+    recompute: str  # "none", "selective", "per-op", "full"
     sequence_parallel: bool
     embedding_slots: bool  # first and last stages hold one layer fewer
     flash_attention: bool | None
@@ -102,6 +102,9 @@ class Run:
     counts_recompute: bool | None  # None: the figure is not FLOPs
     counts_attention: bool | None
     assumed: tuple[str, ...] = ()
+    # full recomputation keeps each layer's input split among the
+    # tensor-parallel ranks (Training.distribute_saved_activations)
+    distribute_saved_activations: bool = False
 
     def __post_init__(self):
         if self.tp * self.cp * self.pp * self.dp != self.gpus:
@@ -556,7 +559,9 @@ OPT = Run(
     "(1.05e12); and 4.30e23 FLOPs at 147 TFLOP/s on 1024 GPUs is the "
     "33 days they quote. 2M tokens do not split evenly over 124 ranks: "
     "the launcher gives each (2^21 // 124) // 2048 = 8 sequences, one "
-    "micro-batch per step, full recomputation, and FSDP without "
+    "micro-batch per step, full recomputation with each layer's input "
+    "split among the tensor-parallel ranks "
+    "(--distribute-checkpointed-activations), and FSDP without "
     "resharding after forward ('zero2'). Vocabulary as the released OPT "
     "configs pad it. Network not stated.",
     model="OPT 175B",
@@ -595,6 +600,7 @@ OPT = Run(
     precision="fp16",
     figure=147,
     **EQ3,
+    distribute_saved_activations=True,
     assumed=(
         "zero",
         "micro_batch",
@@ -751,7 +757,11 @@ def _titan(
     )
 
 
-SAC = "Selective activation checkpointing: torchtitan's per-op policy."
+SAC = (
+    "Selective activation checkpointing: torchtitan's per-op policy "
+    "(train_configs/llama3_8b.toml, selective_ac_option = 'op'), which "
+    "saves the outputs of every other matrix multiply and of attention."
+)
 COMPILED = "torch.compile, Float8, async TP"
 MFU_8B = (
     " The page gives 33% to 39% MFU for its bf16 8B runs, counted as this "
@@ -767,7 +777,7 @@ TORCHTITAN = tuple(
         tps,
         fsdp=fsdp,
         local_batch=2,
-        recompute="selective",
+        recompute="per-op",
         precision=precision,
         framework=framework,
         note=SAC + (MFU_8B if precision == "bf16" else ""),
