@@ -119,8 +119,9 @@ def authors_choice(run, fit=FIT):
 MEANINGS = {
     "a100_gemm_share": "share of an A100's 312 TFLOP/s the layers' "
     "matrix multiplies sustain",
-    "h100_gemm_share": "share of an H100's 989 TFLOP/s the layers' "
-    "matrix multiplies sustain",
+    "h100_gemm_share": "share of an H100's peak (989 TFLOP/s on an SXM "
+    "card, 912 taken for torchtitan's 500 W cards) the layers' matrix "
+    "multiplies sustain",
     "attention_share": "share of the 16-bit peak attention's QK^T and AV "
     "sustain",
     "hbm_passes": "HBM bytes the element-wise kernels move per byte of "

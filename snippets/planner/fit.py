@@ -23,11 +23,12 @@ from snippets.planner.layouts import check_layout, evaluate_layout
 from snippets.planner.model import GPUS, cluster
 
 PRECISION = {"fp8-linear": "fp8"}  # Float8 matmuls; fp16 runs as bf16
-# Frameworks with Megatron's fused kernels: Megatron-LM, NeMo, and the
+# Frameworks with Megatron's fused kernels: Megatron-LM, NeMo, the
 # DeepSpeed runs on Megatron's model code (BLOOM, MT-NLG, Megatron-LM's
-# own ZeRO-3 comparison). torchtitan, metaseq (OPT) and Meta's Llama 3
-# stack count as PyTorch-native.
-FUSED = ("Megatron", "NeMo", "DeepSpeed")
+# own ZeRO-3 comparison) and metaseq (OPT), which builds Megatron's
+# model-parallel layers and fused softmax kernels into its own. The
+# others, torchtitan and Meta's Llama 3 stack, count as PyTorch-native.
+FUSED = ("Megatron", "NeMo", "DeepSpeed", "metaseq")
 
 
 def job(run):
@@ -48,6 +49,8 @@ def job(run):
         run.nodes,
         gpus_per_node=run.gpus_per_node,
         gpu_memory_GB=round(card, 1),
+        peak_TFLOPs=run.peak_TFLOPs,
+        hbm_GBps=run.hbm_GBps,
         **network,
     )
     training = dict(
@@ -64,6 +67,8 @@ def job(run):
         if run.framework.startswith("DeepSpeed")
         else "layer",
         distribute_saved_activations=run.distribute_saved_activations,
+        # Megatron-LM's runs send activations in pieces (section 4.1)
+        scatter_gather_sends=run.framework == "Megatron-LM",
     )
     layout = dict(
         dp=run.dp,

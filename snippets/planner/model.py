@@ -104,7 +104,11 @@ class Training:
     tensor-parallel ranks, and gathers it before running the layer
     again (Megatron-LM's --distribute-saved-activations, metaseq's
     --distribute-checkpointed-activations); sequence parallelism
-    splits it anyway."""
+    splits it anyway. scatter_gather_sends: without sequence
+    parallelism, each tensor-parallel rank sends only its 1/t piece of
+    the activations to the next stage, which gathers them over NVLink
+    (Megatron-LM's scatter/gather optimization, Narayanan et al. 2021,
+    section 4.1); sequence parallelism sends pieces anyway."""
 
     global_batch_tokens: int
     micro_batch: int
@@ -115,6 +119,7 @@ class Training:
     reduce_dtype: str = "fp32"
     stack: str = "native"
     distribute_saved_activations: bool = False
+    scatter_gather_sends: bool = False
 
     def __post_init__(self):
         count("training.global_batch_tokens", self.global_batch_tokens)
@@ -129,6 +134,7 @@ class Training:
             "training.distribute_saved_activations",
             self.distribute_saved_activations,
         )
+        flag("training.scatter_gather_sends", self.scatter_gather_sends)
 
 
 def checked(cls, name, value):

@@ -74,6 +74,10 @@ class Run:
     gpu: str  # the planner's preset, snippets/planner/model.py GPUS
     gpu_published: str
     gpu_memory_GB: int
+    # where the row's GPU differs from the preset's: its dense 16-bit
+    # peak and HBM bandwidth (None: the preset's)
+    peak_TFLOPs: float | None = None
+    hbm_GBps: float | None = None
     gpus: int
     gpus_per_node: int
     nics_per_node: int | None
@@ -669,10 +673,16 @@ THREE += (_mtnlg(420, 44.4, 113),)
 # second per GPU as logged at step 90, tokens over time over every GPU
 # of a data-parallel replica (train.py at the benchmark's commit).
 TITAN = "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md"
+# Its H100s are not the SXM cards of the preset: 96 GB of HBM2e at
+# 2.4 TB/s (published) and a 500 W limit, with a peak "between SXM and
+# NVL" (989 and 835 TFLOP/s dense BF16, NVIDIA's datasheets): the row
+# takes the middle, 912.
 TITAN_H100 = dict(
     gpu="h100-80gb",
     gpu_published="H100 96 GB HBM2e at a 500 W limit (Grand Teton)",
     gpu_memory_GB=96,
+    peak_TFLOPs=(989 + 835) / 2,
+    hbm_GBps=2400,
     gpus_per_node=8,
     nics_per_node=8,
     nic_Gbps=400,
