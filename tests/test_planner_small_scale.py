@@ -97,7 +97,7 @@ def test_the_planner_predicts_what_each_rank_holds(measured, name):
     model, cluster, training, layout = job(name)
     planned = check_layout(layout, model, cluster, training)
     memory = estimate(planned)["memory_per_gpu_GB"]
-    state = measured[name].state
+    state = measured[name].measured.state
     found = {
         "parameters": max(s.params for s in state),
         "gradients": max(s.grads for s in state),
@@ -114,7 +114,7 @@ def test_the_planner_predicts_the_data_parallel_traffic(measured, name):
     model, cluster, training, layout = job(name)
     planned = check_layout(layout, model, cluster, training)
     expected = collective_bytes(planned, stage=0)
-    found = measured[name].traffic
+    found = measured[name].measured.traffic
     report = json.dumps({"measured": found, "planned": expected})
     for kind, value in found.items():
         assert agree(value, expected[kind]), f"{name} {kind}: {report}"

@@ -17,7 +17,6 @@ import shlex
 import subprocess
 import sys
 from collections import Counter
-from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 
@@ -127,22 +126,18 @@ def same_figures(a):
     """What is exact on every machine, of run a: bytes, counts, shapes
     and order. Not the weights' digest: its last bits follow the CPU's
     kernels (tests/test_train.py compares it within one machine only)."""
+    m = a.measured
     keep = ("state", "traffic", "traffic_per_micro", "syncs_per_step")
     keep += ("activations", "tp_block", "tp_step", "grads_held")
-    figures = {k: v for k, v in a.measured.items() if k in keep}
-    if a.peak_in_flight:
+    figures = {k: getattr(m, k) for k in keep}
+    if m.peak_in_flight:
         figures["peak"] = timelines.peak_in_flight(a)
-    if a.timeline:
+    if m.timeline:
         figures["order"] = [
             timelines.order(timelines.slots(a, s))
             for s in timelines.traced_steps(a)
         ]
-    return figures, a.grad_check and a.grad_check.ok, a.params
-
-
-def settings(config):
-    """A run's settings, less where it wrote and whether it compared."""
-    return {k: v for k, v in config.items() if k not in ("json", "compare")}
+    return figures, m.grad_check and m.grad_check.ok, a.params
 
 
 @pytest.mark.xdist_group("fresh")  # one worker makes each launch once
@@ -155,8 +150,8 @@ def test_runs_made_again_give_the_recorded_figures(fresh, nproc):
     again, log = fresh(nproc)
     before = [results.runs(n)[i] for n, i in AGAIN[nproc]]
     for a, b in zip(again, before, strict=True):
-        assert settings(a.config) == settings(b.config)
-        assert same_figures(a) == same_figures(b), settings(a.config)
+        assert a.config == b.config
+        assert same_figures(a) == same_figures(b), a.config
         assert a.losses == pytest.approx(b.losses, rel=RECORD_RTOL)
     assert len(set(CLEAN_EXIT.findall(log))) == nproc, log[-3000:]
 
@@ -167,7 +162,7 @@ def test_runs_made_again_give_the_recorded_figures(fresh, nproc):
 def test_fresh_pipelines_hold_to_the_models(fresh, nproc):
     """The timing of the fresh pipelines, as the recorded ones are held
     below: no step idles less than its bubble."""
-    pipes = [r for r in fresh(nproc)[0] if r.timeline]
+    pipes = [r for r in fresh(nproc)[0] if r.measured.timeline]
     assert pipes
     for run in pipes:
         check_schedule(run)
@@ -178,37 +173,42 @@ def test_fresh_pipelines_hold_to_the_models(fresh, nproc):
 
 
 def pure_dp(name):
-    return [r for r in recorded(name) if r.tp == r.pp == 1]
+    return [r for r in recorded(name) if r.config.tp == r.config.pp == 1]
 
 
 @pytest.mark.parametrize("name", ["compare", "ranks4"])
 def test_measured_figures_match_the_models(name):
     runs = pure_dp(name)
-    assert {r.strategy for r in runs} >= {"ddp", "fsdp"}
+    assert {r.config.strategy for r in runs} >= {"ddp", "fsdp"}
     for run in runs:
         m = report.predict(run)
-        for state in run.state:
+        for state in run.measured.state:
             assert state.total == m.state_bytes, run.config
-        assert run.traffic == m.traffic
-        assert run.traffic_per_micro == m.traffic_per_micro
-        syncs = 1 if run.accum_sync == "last" else m.syncs_per_step
-        assert set(run.syncs_per_step) == {syncs} == {m.syncs_per_step}
+        assert run.measured.traffic == m.traffic
+        assert run.measured.traffic_per_micro == m.traffic_per_micro
+        syncs = 1 if run.config.accum_sync == "last" else m.syncs_per_step
+        assert (
+            set(run.measured.syncs_per_step) == {syncs} == {m.syncs_per_step}
+        )
         assert report.problems([run]) == []
 
 
 def test_fsdp_holds_half_and_moves_one_and_a_half_times():
     ddp, fsdp = recorded("compare")
-    for state in fsdp.state:
-        assert 2 * state.total == ddp.state[0].total
+    for state in fsdp.measured.state:
+        assert 2 * state.total == ddp.measured.state[0].total
     grads = allreduce_bytes(ddp.params, bytes_per_grad=4, world_size=2)
-    assert ddp.traffic["all_reduce"] == round(grads["grad_GB"] * 1e9)
+    assert ddp.measured.traffic["all_reduce"] == round(grads["grad_GB"] * 1e9)
     # ZeRO-3 on the micro-batch that reduces gradients: 3 psi vs 2 psi
-    sent = [report.sent_by(r, r.traffic_per_micro[-1]) for r in (ddp, fsdp)]
+    sent = [
+        report.sent_by(r, r.measured.traffic_per_micro[-1])
+        for r in (ddp, fsdp)
+    ]
     assert sent[1] / sent[0] == pytest.approx(1.5)
     assert report.max_loss_gap(ddp, fsdp) <= LOSS_TOLERANCE
     for r in (ddp, fsdp):  # N ranks x B rows x K micro-batches: one batch
-        assert r.grad_check.ok, r.grad_check
-        a = r.activations
+        assert r.measured.grad_check.ok, r.measured.grad_check
+        a = r.measured.activations
         assert (a["block"], a["model"]) == (
             a["block_predicted"],
             a["model_predicted"],
@@ -220,28 +220,31 @@ def test_accumulation_trades_gradient_memory_for_traffic():
     and reduce-scatters once; every: half of it on two ranks, and one
     reduce-scatter per micro-batch. Each as report.predict says, and
     the same losses all four ways."""
-    runs = {(r.strategy, r.accum_sync): r for r in recorded("accum2")}
+    runs = {
+        (r.config.strategy, r.config.accum_sync): r for r in recorded("accum2")
+    }
     assert report.problems(list(runs.values())) == []
-    last, every = runs["fsdp", "last"], runs["fsdp", "every"]
-    ddp = runs["ddp", "last"]
-    assert set(last.grads_held) == set(ddp.grads_held) == {ddp.params * 4}
-    assert set(every.grads_held) == {ddp.params * 4 // 2}
-    k = every.accum_steps
-    assert k == 4 and every.syncs_per_step == [k] * every.steps
+    last, every = runs["fsdp", "last"].measured, runs["fsdp", "every"].measured
+    ddp, ddp_every = runs["ddp", "last"], runs["ddp", "every"].measured
+    params = ddp.params
+    assert set(last.grads_held) == set(ddp.measured.grads_held) == {params * 4}
+    assert set(every.grads_held) == {params * 4 // 2}
+    k, steps = ddp.config.accum_steps, ddp.config.steps
+    assert k == 4 and every.syncs_per_step == [k] * steps
     assert (
         every.traffic["reduce_scatter"] == k * last.traffic["reduce_scatter"]
     )
     assert every.traffic["all_gather"] == last.traffic["all_gather"]
     assert (
-        runs["ddp", "every"].traffic["all_reduce"]
-        == k * ddp.traffic["all_reduce"]
+        ddp_every.traffic["all_reduce"]
+        == k * ddp.measured.traffic["all_reduce"]
     )
 
 
 def test_hsdp_defers_only_its_all_reduce_with_accum_sync_every():
-    [r] = [r for r in recorded("ranks4") if r.accum_sync == "every"]
-    assert r.strategy == "hsdp" and r.accum_steps == 4
-    per_micro = r.traffic_per_micro
+    [r] = [r for r in recorded("ranks4") if r.config.accum_sync == "every"]
+    assert r.config.strategy == "hsdp" and r.config.accum_steps == 4
+    per_micro = r.measured.traffic_per_micro
     assert all(t["reduce_scatter"] for t in per_micro)
     assert [bool(t["all_reduce"]) for t in per_micro] == [0, 0, 0, 1]
     assert report.problems([r]) == []
@@ -253,14 +256,14 @@ def test_hsdp_shards_in_groups_and_all_reduces_across_them():
     [r] = [
         r
         for r in recorded("ranks4")
-        if r.strategy == "hsdp" and r.accum_sync == "last"
+        if r.config.strategy == "hsdp" and r.config.accum_sync == "last"
     ]
     assert (r.world_size, r.shard_size) == (4, 2)
-    gradient = r.params * r.state[0].bytes_grad
-    assert r.state[0].total == 16 * r.params // 2
-    assert r.traffic["all_reduce"] == gradient // 2
-    assert r.traffic["reduce_scatter"] == gradient
-    assert r.grad_check.ok, r.grad_check
+    gradient = r.params * r.measured.state[0].bytes_grad
+    assert r.measured.state[0].total == 16 * r.params // 2
+    assert r.measured.traffic["all_reduce"] == gradient // 2
+    assert r.measured.traffic["reduce_scatter"] == gradient
+    assert r.measured.grad_check.ok, r.measured.grad_check
 
 
 def test_the_compare_table_sets_measured_beside_predicted():
@@ -277,19 +280,23 @@ def test_the_compare_table_sets_measured_beside_predicted():
 
 def tp_runs():
     names = ("ranks2", "ranks4", "ranks8")
-    return [r for n in names for r in recorded(n) if r.tp_block]
+    return [r for n in names for r in recorded(n) if r.measured.tp_block]
 
 
 def test_a_layer_sends_what_tp_bytes_per_layer_says():
     runs = tp_runs()
-    assert {(r.tp, r.pp) for r in runs} == {(2, 1), (4, 1), (2, 2)}
+    assert {(r.config.tp, r.config.pp) for r in runs} == {
+        (2, 1),
+        (4, 1),
+        (2, 2),
+    }
     for run in runs:
-        m, b, t = run.model, run.micro_batch, run.tp
-        predicted = tp_bytes_per_layer(m["seq_len"], b, m["d_model"], t, 4)
+        m, b, t = run.config.model, run.config.micro_batch, run.config.tp
+        predicted = tp_bytes_per_layer(m.seq_len, b, m.d_model, t, 4)
         assert tp.sent_per_layer(run) == pytest.approx(predicted, rel=1e-12)
         # sequence parallelism: each all-reduce is an all-gather and a
         # reduce-scatter of the whole b x s x h activation
-        whole = b * m["seq_len"] * m["d_model"] * 4
+        whole = b * m.seq_len * m.d_model * 4
         two = [("all_gather", whole), ("reduce_scatter", whole)] * 2
         assert tp.layer_calls(run) == [
             (phase, kind, size)
@@ -304,17 +311,17 @@ def test_what_else_pytorch_sends_in_a_tensor_parallel_step():
     and the head's all-gather of its input; once a step, an all-reduce
     of each LayerNorm weight and bias gradient, which sequence
     parallelism leaves partial."""
-    runs = [r for r in tp_runs() if r.pp == 1]
-    assert {r.tp for r in runs} == {2, 4}
+    runs = [r for r in tp_runs() if r.config.pp == 1]
+    assert {r.config.tp for r in runs} == {2, 4}
     for r in runs:
-        m, micro = r.model, r.accum_steps
-        s, h = m["seq_len"], m["d_model"]
-        tokens, positions = r.micro_batch * s * h * 4, s * h * 4
+        m, micro = r.config.model, r.config.accum_steps
+        s, h = m.seq_len, m.d_model
+        tokens, positions = r.config.micro_batch * s * h * 4, s * h * 4
         expected = Counter(
             {
                 ("reduce_scatter", positions): micro,
                 ("all_gather", positions): micro,
-                ("all_reduce", h * 4): 4 * m["n_layers"],
+                ("all_reduce", h * 4): 4 * m.n_layers,
             }
         )
         expected[("reduce_scatter", tokens)] += micro
@@ -326,11 +333,12 @@ def test_what_else_pytorch_sends_in_a_tensor_parallel_step():
 
 
 def pipelines(name):
-    return [r for r in recorded(name) if r.timeline]
+    return [r for r in recorded(name) if r.measured.timeline]
 
 
 def label(r):
-    return f"{r.pp_schedule}-p{r.pp}-m{r.pp_microbatches}-tp{r.tp}"
+    c = r.config
+    return f"{c.pp_schedule}-p{c.pp}-m{c.pp_microbatches}-tp{c.tp}"
 
 
 @pytest.mark.parametrize("name", ["ranks2", "timelines4", "ranks8"])
@@ -345,15 +353,15 @@ def test_pytorch_runs_the_labs_schedule(name):
 
 
 def check_schedule(run):
-    p, m = run.pp, run.pp_microbatches
-    lab = pipeline_schedule(p, m, run.pp_schedule)
+    p, m = run.config.pp, run.config.pp_microbatches
+    lab = pipeline_schedule(p, m, run.config.pp_schedule)
     for step in timelines.traced_steps(run):
         assert timelines.order(timelines.slots(run, step)) == (
             timelines.order(lab)
         )
     held = [peak_in_flight(lab, stage) for stage in range(p)]
     first = {"gpipe": [m] * p, "1f1b": list(range(p, 0, -1))}
-    assert held == first[run.pp_schedule]
+    assert held == first[run.config.pp_schedule]
     assert timelines.peak_in_flight(run) == [
         [n] * len(timelines.traced_steps(run)) for n in held
     ]
@@ -376,7 +384,10 @@ IDLE_TOLERANCE = 0.05
 
 
 def check_idle(run):
-    b = bubble_fraction(run.pp, run.pp_microbatches) - IDLE_TOLERANCE
+    b = (
+        bubble_fraction(run.config.pp, run.config.pp_microbatches)
+        - IDLE_TOLERANCE
+    )
     assert timelines.median_idle(run) >= b, label(run)
     for step in timelines.traced_steps(run):
         idle = idle_fraction(timelines.replayed(run, step))
@@ -392,21 +403,24 @@ def parity_rows():
         r
         for n in ("ranks4", "ranks8")
         for r in recorded(n)
-        if r.model == solo[0].model
+        if r.config.model == solo[0].config.model
     ]
 
 
 def test_every_layout_trains_the_same_losses_as_one_process():
     solo, *layouts = parity_rows()
     assert len(layouts) == 9 and solo.world_size == 1
-    names = {(r.strategy, r.tp, r.pp, r.world_size) for r in layouts}
+    names = {
+        (r.config.strategy, r.config.tp, r.config.pp, r.world_size)
+        for r in layouts
+    }
     assert {("ddp", 1, 1, 4), ("hsdp", 1, 1, 4), ("fsdp", 2, 2, 8)} <= names
     for r in layouts:
         assert r.losses == pytest.approx(solo.losses, rel=PARITY_RTOL), (
             r.config
         )
-        if r.grad_check:
-            assert r.grad_check.ok, r.grad_check
+        if r.measured.grad_check:
+            assert r.measured.grad_check.ok, r.measured.grad_check
 
 
 # --- bad flags ---------------------------------------------------------------
@@ -616,9 +630,9 @@ def test_a_killed_job_restarts_and_ends_as_if_never_killed(tmp_path, layout):
     assert faulty.resumed_from_step == resumed, log
     assert f"resumed from the checkpoint of step {resumed}" in log
     assert faulty.losses == clean.losses
-    assert faulty.weights_sha256 == clean.weights_sha256
+    assert faulty.measured.weights_sha256 == clean.measured.weights_sha256
     names = sorted(p.name for p in (tmp_path / "faulty").iterdir())
-    assert names == [f"step_{s:06d}" for s in range(1, clean.steps + 1)]
+    assert names == [f"step_{s:06d}" for s in range(1, clean.config.steps + 1)]
 
 
 # --- the commands of the page and of the planner ----------------------------
@@ -776,4 +790,5 @@ def test_the_planners_3d_command_is_the_8_rank_run(fresh):
         words[split + 2 :] + measuring, {"WORLD_SIZE": "8"}
     )
     run = fresh(8)[0][0]
-    assert settings(asdict(cfg) | flags) == settings(run.config)
+    assert cfg == run.config
+    assert flags | {"json": None} == run.measuring | {"json": None}

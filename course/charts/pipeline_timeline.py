@@ -28,7 +28,8 @@ def measured(schedule):
     [run] = [
         r
         for r in results.runs("timelines4")
-        if (r.pp_schedule, r.pp, r.pp_microbatches) == (schedule, P, M)
+        if (r.config.pp_schedule, r.config.pp, r.config.pp_microbatches)
+        == (schedule, P, M)
     ]
     steps = timelines.traced_steps(run)
     shares = sorted((idle_fraction(timelines.slots(run, s)), s) for s in steps)

@@ -10,7 +10,7 @@ what they measured as report.Run records.
 """
 
 import sys
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import torch
 import torch.distributed as dist
@@ -86,7 +86,8 @@ def measured_run(cfg, measuring, device, mixed):
     if not probes.steps:
         return None
     return report.Run(
-        config=asdict(cfg) | {k: measuring[k] for k in MEASURING},
+        config=cfg,
+        measuring={k: measuring[k] for k in MEASURING},
         world_size=dist.get_world_size(),
         device=device.type,
         compute_dtype="bf16" if mixed else "fp32",
@@ -95,7 +96,7 @@ def measured_run(cfg, measuring, device, mixed):
         resumed_from_step=done.resumed_from_step,
         losses=done.losses,
         tokens_per_s=done.tokens_per_s,
-        measured=probes.results(),
+        measured=report.Measured.from_dict(probes.results()),
     )
 
 

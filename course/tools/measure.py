@@ -41,7 +41,7 @@ def measure(name, timeout=900):
         torch, body = found["torch"], {"rows": found["rows"]}
     else:
         for run_ in found:  # where this launch wrote: a temporary folder
-            run_["config"]["json"] = None
+            run_["measuring"]["json"] = None
         torch, body = found[0]["torch"], {"runs": found}
     return {"digest": results.digest(name), "torch": torch, **body}, seconds
 

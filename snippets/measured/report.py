@@ -13,21 +13,12 @@ import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from snippets.torchrun.config import ModelConfig, TrainConfig
 from snippets.units import GB, MB
 from snippets.zero.memory import memory_per_gpu
 
 LOSS_TOLERANCE = 1e-4  # DDP vs FSDP, same seed, fp32 on CPU
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
-# What probes.py measures only when asked (--check, --trace).
-OPTIONAL = (
-    "grads_held",
-    "activations",
-    "weights_sha256",
-    "tp_block",
-    "tp_step",
-    "timeline",
-    "peak_in_flight",
-)
 
 
 # --8<-- [start:run]
@@ -59,11 +50,42 @@ class GradCheck:
 
 
 @dataclass(frozen=True)
-class Run:
-    """One training run: its settings, and what rank 0 gathered from
-    every rank (the sections of `measured` are probes.py's)."""
+class Measured:
+    """What rank 0 gathered from every rank (probes.py); None where the
+    run was not asked to measure it (--check, --trace)."""
 
-    config: dict  # the TrainConfig, every setting
+    state: list[StateBytes]  # one per rank
+    traffic: dict[str, int]  # bytes per collective kind, one step
+    traffic_per_micro: list[dict[str, int]]
+    syncs_per_step: list[int]  # one per rank
+    grad_check: GradCheck | None = None
+    grads_held: list[int] | None = None
+    activations: dict | None = None
+    weights_sha256: str | None = None
+    tp_block: dict | None = None
+    tp_step: dict | None = None
+    timeline: list | None = None
+    peak_in_flight: list[int] | None = None
+
+    @classmethod
+    def from_dict(cls, d):
+        check = d.get("grad_check")
+        return cls(
+            **d
+            | {
+                "state": [StateBytes(**b) for b in d["state"]],
+                "grad_check": GradCheck(**check) if check else None,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run: the script's settings, the instruments' flags,
+    and what was measured."""
+
+    config: TrainConfig
+    measuring: dict  # --check, --trace, --compare, --json
     world_size: int
     device: str
     compute_dtype: str
@@ -72,47 +94,29 @@ class Run:
     resumed_from_step: int
     losses: list[float]
     tokens_per_s: float
-    measured: dict
+    measured: Measured
 
     @classmethod
     def from_dict(cls, d):
-        return cls(**{f.name: d[f.name] for f in fields(cls)})
-
-    def __getattr__(self, name):
-        """A setting (r.strategy, r.tp), else a measured figure (r.traffic);
-        None for a figure the run was not asked to measure."""
-        d = self.__dict__
-        if "config" in d and name in d["config"]:
-            return d["config"][name]
-        if "measured" in d and name in d["measured"]:
-            return d["measured"][name]
-        if name in OPTIONAL:
-            return None
-        raise AttributeError(name)
+        c = dict(d["config"])
+        model = ModelConfig(**c.pop("model"))
+        return cls(
+            **{f.name: d[f.name] for f in fields(cls)}
+            | {
+                "config": TrainConfig(model=model, **c),
+                "measured": Measured.from_dict(d["measured"]),
+            }
+        )
 
     @property
     def dp(self):
-        return self.world_size // (self.tp * self.pp)
+        return self.world_size // (self.config.tp * self.config.pp)
 
     @property
     def shard_size(self):
         """Ranks that split the state: 1 (DDP) to the dp size (FSDP)."""
-        return {"ddp": 1, "fsdp": self.dp}.get(
-            self.strategy, self.config["shard_size"]
-        )
-
-    @property
-    def seq_len(self):
-        return self.model["seq_len"]
-
-    @property
-    def state(self):
-        return [StateBytes(**b) for b in self.measured["state"]]
-
-    @property
-    def grad_check(self):
-        found = self.measured.get("grad_check")
-        return GradCheck(**found) if found else None
+        c = self.config
+        return {"ddp": 1, "fsdp": self.dp}.get(c.strategy, c.shard_size)
 
 
 # --8<-- [end:run]
@@ -146,7 +150,7 @@ class Predicted:
 
 
 def predict(r):
-    p, k, b = r.params, r.accum_steps, r.state[0]
+    p, k, b = r.params, r.config.accum_steps, r.measured.state[0]
     shards, replicas = r.shard_size, r.dp // r.shard_size
     state = memory_per_gpu(
         "zero3" if shards > 1 else "ddp",
@@ -156,7 +160,7 @@ def predict(r):
         bytes_grad=b.bytes_grad,
         bytes_optim=b.bytes_optim,
     )
-    every = r.accum_sync == "every"  # reduce on every micro-batch
+    every = r.config.accum_sync == "every"  # reduce on every micro-batch
     grad = p * b.bytes_grad
     # What each micro-batch that reduces sends: ZeRO-3 reduce-scatters
     # the gradient; replicas all-reduce it (or, with HSDP, its shard).
@@ -198,24 +202,24 @@ def problems(runs, loss_tolerance=LOSS_TOLERANCE):
     """Where measured and predicted disagree; [] if nowhere."""
     found = []
     for r in runs:
-        m = predict(r)
-        for i, b in enumerate(r.state):
+        m, x, name = predict(r), r.measured, r.config.strategy
+        for i, b in enumerate(x.state):
             if b.total != m.state_bytes:
-                found.append(f"{r.strategy} rank {i}: state bytes {b.total}")
-        if r.traffic != m.traffic:
-            found.append(f"{r.strategy}: traffic {r.traffic}")
-        if set(r.syncs_per_step) != {m.syncs_per_step}:
-            found.append(f"{r.strategy}: syncs per step {r.syncs_per_step}")
-        if r.grads_held and set(r.grads_held) != {m.grads_held}:
-            found.append(f"{r.strategy}: gradients held {r.grads_held}")
-        a = r.activations
+                found.append(f"{name} rank {i}: state bytes {b.total}")
+        if x.traffic != m.traffic:
+            found.append(f"{name}: traffic {x.traffic}")
+        if set(x.syncs_per_step) != {m.syncs_per_step}:
+            found.append(f"{name}: syncs per step {x.syncs_per_step}")
+        if x.grads_held and set(x.grads_held) != {m.grads_held}:
+            found.append(f"{name}: gradients held {x.grads_held}")
+        a = x.activations
         if a and (a["block"], a["model"]) != (
             a["block_predicted"],
             a["model_predicted"],
         ):
-            found.append(f"{r.strategy}: activation bytes {a}")
-        if r.grad_check and not r.grad_check.ok:
-            found.append(f"{r.strategy}: gradient check {r.grad_check}")
+            found.append(f"{name}: activation bytes {a}")
+        if x.grad_check and not x.grad_check.ok:
+            found.append(f"{name}: gradient check {x.grad_check}")
     if len(runs) > 1 and max_loss_gap(*runs) > loss_tolerance:
         found.append(f"losses differ by {max_loss_gap(*runs):.3g}")
     return found
@@ -230,41 +234,40 @@ def max_loss_gap(*runs):
 def summary(r):
     """What train.py prints at the end of a run, rank 0: the prediction
     beside each figure where the run is data parallelism alone."""
-    pure = r.tp == r.pp == 1
+    c, x = r.config, r.measured
+    pure = c.tp == c.pp == 1
     m = predict(r) if pure else None
     lines = [
-        f"{r.strategy}, tp {r.tp}, pp {r.pp}: {r.params:,} parameters, "
+        f"{c.strategy}, tp {c.tp}, pp {c.pp}: {r.params:,} parameters, "
         f"{r.world_size} rank(s), {r.compute_dtype} on {r.device}",
-        f"state per rank: {', '.join(f'{b.total:,}' for b in r.state)} bytes"
+        f"state per rank: {', '.join(f'{b.total:,}' for b in x.state)} bytes"
         + (f"; predicted {m.state_bytes:,}" if pure else ""),
     ]
     for kind in KINDS:
-        if r.traffic[kind] or (pure and m.traffic[kind]):
+        if x.traffic[kind] or (pure and m.traffic[kind]):
             lines.append(
-                f"{kind} per step: {r.traffic[kind]:,} bytes"
+                f"{kind} per step: {x.traffic[kind]:,} bytes"
                 + (f"; predicted {m.traffic[kind]:,}" if pure else "")
             )
     if pure:
         lines.append(
-            f"gradient syncs per step: {sorted(set(r.syncs_per_step))}; "
+            f"gradient syncs per step: {sorted(set(x.syncs_per_step))}; "
             f"predicted [{m.syncs_per_step}]"
         )
         lines.append(
-            f"bytes sent per rank, step: {sent_by(r, r.traffic):,.0f}"
+            f"bytes sent per rank, step: {sent_by(r, x.traffic):,.0f}"
         )
-        if r.grads_held:
+        if x.grads_held:
             lines.append(
                 f"gradient bytes held between micro-batches, at most: "
-                f"{max(r.grads_held):,}; predicted {m.grads_held:,}"
+                f"{max(x.grads_held):,}; predicted {m.grads_held:,}"
             )
-    if r.grad_check:
-        c = r.grad_check
+    if g := x.grad_check:
         lines.append(
-            f"gradients vs one process: max diff {c.max_abs_diff:.2e} "
-            f"({'ok' if c.ok else 'FAILED'}, {c.rule})"
+            f"gradients vs one process: max diff {g.max_abs_diff:.2e} "
+            f"({'ok' if g.ok else 'FAILED'}, {g.rule})"
         )
-    if r.activations:
-        a = r.activations
+    if a := x.activations:
         lines.append(
             f"activations per block, one micro-batch: {a['block']:,} bytes; "
             f"predicted {a['block_predicted']:,}"
@@ -278,7 +281,7 @@ def table(*measured_runs):
     """Measured against predicted for each run: a Markdown table in MB
     (1 MB = 1e6 bytes) per rank, for one optimizer step."""
     runs = [(r, predict(r)) for r in measured_runs]
-    names = [r.strategy.upper() for r in measured_runs]
+    names = [r.config.strategy.upper() for r in measured_runs]
 
     def mb(value):
         return "" if value is None else f"{value / MB:.3f}"
@@ -291,7 +294,9 @@ def table(*measured_runs):
 
     def sent(pick):
         return (
-            lambda r: sent_by(r, pick(r.traffic, r.traffic_per_micro)),
+            lambda r: sent_by(
+                r, pick(r.measured.traffic, r.measured.traffic_per_micro)
+            ),
             lambda m, r: sent_by(r, pick(m.traffic, m.traffic_per_micro)),
         )
 
@@ -304,18 +309,18 @@ def table(*measured_runs):
             + " | ".join(f"{n} measured | {n} predicted" for n in names)
             + " |",
             "| --- |" + " ---: |" * (2 * len(names)),
-            row("parameters", lambda r: r.state[0].params),
-            row("gradients", lambda r: r.state[0].grads),
-            row("Adam m and v", lambda r: r.state[0].optim),
+            row("parameters", lambda r: r.measured.state[0].params),
+            row("gradients", lambda r: r.measured.state[0].grads),
+            row("Adam m and v", lambda r: r.measured.state[0].optim),
             row(
                 "state (`memory_per_gpu`)",
-                lambda r: r.state[0].total,
+                lambda r: r.measured.state[0].total,
                 lambda m, r: m.state_bytes,
             ),
             *(
                 row(
                     f"{kind.replace('_', '-')} buffer",
-                    lambda r, k=kind: r.traffic[k],
+                    lambda r, k=kind: r.measured.traffic[k],
                     lambda m, r, k=kind: m.traffic[k],
                 )
                 for kind in KINDS
@@ -325,7 +330,7 @@ def table(*measured_runs):
             row("sent, last micro-batch", *last),
             row(
                 "gradient syncs (count)",
-                lambda r: max(r.syncs_per_step),
+                lambda r: max(r.measured.syncs_per_step),
                 lambda m, r: m.syncs_per_step,
                 unit=lambda v: "" if v is None else str(v),
             ),
@@ -341,7 +346,7 @@ def write(runs, json_path=None):
     a --compare, and the JSON (--json)."""
     for run in runs:
         print(summary(run), flush=True)
-    if len(runs) > 1 and all(r.tp == r.pp == 1 for r in runs):
+    if len(runs) > 1 and all(r.config.tp == r.config.pp == 1 for r in runs):
         print(table(*runs), flush=True)
         for problem in problems(runs):
             print("MISMATCH:", problem, flush=True)

@@ -22,7 +22,7 @@ from snippets.pipeline.schedule import Slot, idle_fraction
 def operations(run, step):
     """(stage, kind, micro, start, end, cpu) of `step`, a loss folded into
     the forward before it; start and end in ms from the step's start."""
-    events = [e[1:] for e in run.timeline if e[0] == step]
+    events = [e[1:] for e in run.measured.timeline if e[0] == step]
     if not events:
         raise ValueError(f"step must be one the run traced, got {step!r}")
     began = min(e[3] for e in events)
@@ -44,7 +44,7 @@ def operations(run, step):
 def slots(run, step):
     """The measured slots of `step`, by pipeline rank, as the wall clock
     saw them (ms from the step's first forward)."""
-    p = run.pp
+    p = run.config.pp
     return sorted(
         Slot(
             stage % p, round(start, 3), round(end, 3), kind, micro, stage // p
@@ -59,7 +59,7 @@ def replayed(run, step):
     forward waits for the same micro-batch's forward on the stage
     before, a backward for the backward on the stage after (the last
     stage's for its own forward)."""
-    p, ops = run.pp, operations(run, step)
+    p, ops = run.config.pp, operations(run, step)
     last = max(op[0] for op in ops)
     costs = defaultdict(list)
     for stage, kind, *_, cpu in ops:
@@ -101,13 +101,13 @@ def stage_costs(run, step):
     """Each rank's median CPU time of a forward and of a backward, ms."""
     costs = defaultdict(list)
     for stage, kind, *_, cpu in operations(run, step):
-        costs[(stage % run.pp, kind)].append(cpu)
+        costs[(stage % run.config.pp, kind)].append(cpu)
     return [
         (
             statistics.median(costs[(r, "F")]),
             statistics.median(costs[(r, "B")]),
         )
-        for r in range(run.pp)
+        for r in range(run.config.pp)
     ]
 
 
@@ -120,7 +120,7 @@ def slowest(run, step):
     costs = stage_costs(run, step)
     mean = statistics.mean(f + b for f, b in costs)
     worst = max(f for f, _ in costs) + max(b for _, b in costs)
-    bubble = bubble_fraction(run.pp, run.pp_microbatches)
+    bubble = bubble_fraction(run.config.pp, run.config.pp_microbatches)
     return 1 - (1 - bubble) * mean / worst
 
 
@@ -140,7 +140,7 @@ def order(slots_):
 def traced_steps(run):
     """The traced steps but the first, whose forward passes also agree
     the shapes the stages send each other."""
-    return sorted({e[0] for e in run.timeline})[1:]
+    return sorted({e[0] for e in run.measured.timeline})[1:]
 
 
 def median_idle(run, of=slots):
@@ -155,7 +155,7 @@ def peak_in_flight(run):
     traced step but the first: [[rank 0's peaks], [rank 1's], ...]."""
     steps = set(traced_steps(run))
     peaks = {}
-    for step, rank, held in run.peak_in_flight:
+    for step, rank, held in run.measured.peak_in_flight:
         if step in steps:
             peaks.setdefault(rank, []).append(held)
     return [peaks[r] for r in sorted(peaks)]

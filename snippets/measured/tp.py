@@ -23,23 +23,23 @@ def layer_calls(run):
     return [
         (phase, kind, size)
         for phase in ("forward", "backward")
-        for kind, _, size in run.tp_block[phase]
+        for kind, _, size in run.measured.tp_block[phase]
     ]
 
 
 def sent_per_layer(run):
     """Bytes a rank sends for one block and one micro-batch, measured."""
     calls = [(kind, None, size) for _, kind, size in layer_calls(run)]
-    return sent(calls, run.tp)
+    return sent(calls, run.config.tp)
 
 
 def others(run):
     """The collectives of this rank's first step that are not its
     blocks': a Counter of (collective, bytes). The blocks it holds x
     micro-batches x one block's calls are taken out of the step's."""
-    step = Counter((kind, size) for kind, _, size in run.tp_step)
-    blocks = run.model["n_layers"] // run.pp
-    micro = max(run.accum_steps, run.pp_microbatches)
+    step = Counter((kind, size) for kind, _, size in run.measured.tp_step)
+    blocks = run.config.model.n_layers // run.config.pp
+    micro = max(run.config.accum_steps, run.config.pp_microbatches)
     for (_, kind, size), n in Counter(layer_calls(run)).items():
         step[(kind, size)] -= n * blocks * micro
     if any(n < 0 for n in step.values()):
