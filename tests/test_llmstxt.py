@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from course import ROOT
 from tests.site_text import SITE, built, nav_sources, outputs, squeeze
 
 pytestmark = pytest.mark.slow
@@ -43,3 +44,17 @@ def test_the_full_text_carries_the_recorded_outputs():
             assert squeeze(line) in full, f"{source}: {line!r} not in it"
             checked += 1
     assert checked >= 40
+
+
+def test_formulas_reach_the_full_text_as_tex():
+    """MathML converted tag by tag loses its structure (s^2 would read
+    "s2"): each formula of a page is in the full text as its TeX."""
+    full = squeeze((SITE / "llms-full.txt").read_text(encoding="utf-8"))
+    tex = re.compile(r"`#!math ([^`]+)`")
+    checked = 0
+    for source in SOURCES:
+        for formula in tex.findall((ROOT / "docs" / source).read_text()):
+            assert f"`{squeeze(formula)}`" in full, f"{source}: {formula}"
+            checked += 1
+    assert checked >= 20
+    assert "```math" in full

@@ -4,6 +4,8 @@ Used by pymdownx.superfences (```math fences) and pymdownx.inlinehilite
 (`#!math ...` inline code); browsers render MathML natively.
 """
 
+from html import escape
+
 from latex2mathml.converter import convert
 from markupsafe import Markup
 from pymdownx.superfences import SuperFencesException
@@ -14,12 +16,16 @@ class FormulaError(SuperFencesException):
 
 
 def _mathml(source, display):
+    """The formula as MathML, its TeX kept in MathML's own alttext
+    attribute (what screen readers and the llms.txt text read)."""
     try:
-        return convert(source.strip(), display=display)
+        mathml = convert(source.strip(), display=display)
     except Exception as error:  # latex2mathml raises many kinds
         raise FormulaError(
             f"cannot render formula {source!r}: {error}"
         ) from error
+    alt = escape(source.strip(), quote=True)
+    return mathml.replace("<math ", f'<math alttext="{alt}" ', 1)
 
 
 def block(source, language, css_class, options, md, **kwargs):
