@@ -93,7 +93,7 @@ test: setup browser ## Every check: lint, strict build, all tests
 	$(MAKE) lint
 	$(MAKE) build
 	$(BIN)/python -m course.tools.pdf
-	$(BIN)/pytest -n $(WORKERS) --dist loadgroup -m "not engines"
+	$(BIN)/pytest -n $(WORKERS) --dist loadgroup -m "not engines" --durations=25
 
 ENGINES := $(VENV)/.engines
 $(ENGINES): pyproject.toml | $(STAMP)
