@@ -69,6 +69,10 @@ def job(run):
         distribute_saved_activations=run.distribute_saved_activations,
         # Megatron-LM's runs send activations in pieces (section 4.1)
         scatter_gather_sends=run.framework == "Megatron-LM",
+        # NeMo's recipes overlap TP (tp_comm_overlap with Transformer
+        # Engine's userbuffers); torchtitan's async TP rows say so
+        tp_overlap=run.framework.startswith("NeMo")
+        or "async TP" in run.framework,
     )
     layout = dict(
         dp=run.dp,

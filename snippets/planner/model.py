@@ -108,7 +108,11 @@ class Training:
     parallelism, each tensor-parallel rank sends only its 1/t piece of
     the activations to the next stage, which gathers them over NVLink
     (Megatron-LM's scatter/gather optimization, Narayanan et al. 2021,
-    section 4.1); sequence parallelism sends pieces anyway."""
+    section 4.1); sequence parallelism sends pieces anyway.
+    tp_overlap: the tensor-parallel collectives run beside the matrix
+    multiplies they feed, in pieces (Megatron-Core's tp_comm_overlap,
+    PyTorch's async TP), and hide as much as other overlapped
+    communication does."""
 
     global_batch_tokens: int
     micro_batch: int
@@ -120,6 +124,7 @@ class Training:
     stack: str = "native"
     distribute_saved_activations: bool = False
     scatter_gather_sends: bool = False
+    tp_overlap: bool = False
 
     def __post_init__(self):
         count("training.global_batch_tokens", self.global_batch_tokens)
@@ -135,6 +140,7 @@ class Training:
             self.distribute_saved_activations,
         )
         flag("training.scatter_gather_sends", self.scatter_gather_sends)
+        flag("training.tp_overlap", self.tp_overlap)
 
 
 def checked(cls, name, value):
