@@ -36,17 +36,20 @@ def measured(schedule):
     return run, shares[len(shares) // 2][1]
 
 
-def bars(ax, slots, numbers):
-    for stage, kind in product(range(P), COLORS):
+def bars(ax, slots, numbers, ranks=P, colors=COLORS):
+    """One row per rank, a bar per pass; a second chunk's lighter."""
+    chunks = sorted({s.chunk for s in slots})
+    for stage, kind, chunk in product(range(ranks), colors, chunks):
         ax.broken_barh(
             [  # to 0.1 ms: the chart cannot show more
                 (round(s.start, 1), round(s.end - s.start, 1))
                 for s in slots
-                if s.stage == stage and s.kind == kind
+                if (s.stage, s.kind, s.chunk) == (stage, kind, chunk)
             ],
             (stage - 0.4, 0.8),
-            facecolors=COLORS[kind],
+            facecolors=colors[kind],
             edgecolor="none",
+            **({"alpha": 0.55} if chunk else {}),
         )
     if numbers:
         for s in slots:
@@ -59,8 +62,8 @@ def bars(ax, slots, numbers):
                 fontsize=7.5,
                 color=DARK_TEXT,
             )
-    ax.set_yticks(range(P), [f"rank {i}" for i in range(P)])
-    ax.set_ylim(P - 0.5, -0.5)
+    ax.set_yticks(range(ranks), [f"rank {i}" for i in range(ranks)])
+    ax.set_ylim(ranks - 0.5, -0.5)
     ax.tick_params(left=False)
     ax.spines["left"].set_visible(False)
     ax.set_xlim(0, max(s.end for s in slots))

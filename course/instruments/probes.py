@@ -299,13 +299,14 @@ def tp_collectives(cfg, layout, device, mixed):
 
 # --8<-- [start:timeline]
 class Timeline:
-    """Each forward (F), loss (L, last stage) and backward (B) a pipeline
-    stage runs: (step, stage, kind, micro, start, end, cpu). start and
-    end are seconds on the clock every process of one machine shares
-    (after a CUDA synchronize on GPUs); cpu is the seconds of CPU time
-    the rank's own thread spent in it, which other processes sharing
-    the cores do not inflate. And the
-    most micro-batches whose saved tensors this rank holds at once (a
+    """Each forward (F), loss (L, last stage), backward (B; the input's
+    gradient alone when a zero-bubble schedule splits the backward) and
+    weight gradient (W, split off) a pipeline stage runs: (step, stage,
+    kind, micro, start, end, cpu). start and end are seconds on the
+    clock every process of one machine shares (after a CUDA synchronize
+    on GPUs); cpu is the seconds of CPU time the rank's own thread spent
+    in it, which other processes sharing the cores do not inflate. And
+    the most micro-batches whose saved tensors this rank holds at once (a
     (micro-batch, chunk) pair each, when a rank holds several chunks)."""
 
     def __init__(self, loss, device):
@@ -376,6 +377,7 @@ class Timeline:
 
     def watch_stage(self, stage):
         forward, backward = stage.forward_one_chunk, stage.backward_one_chunk
+        weight = stage.backward_weight_one_chunk
         index = stage.stage_index
 
         def timed_forward(micro, *args, **kwargs):
@@ -392,8 +394,18 @@ class Timeline:
                 hold=False,
             )
 
+        def timed_weight(micro, *args, **kwargs):
+            return self.record(
+                index,
+                "W",
+                micro,
+                lambda: weight(micro, *args, **kwargs),
+                hold=False,
+            )
+
         stage.forward_one_chunk = timed_forward
         stage.backward_one_chunk = timed_backward
+        stage.backward_weight_one_chunk = timed_weight
 
 
 class Box:

@@ -126,6 +126,17 @@ TIMELINES = {
     p: [timeline(p, s, m) for s in ("gpipe", "1f1b") for m in ms]
     for p, ms in MICROBATCHES.items()
 }
+# The zero-bubble page: ZBV beside 1F1B and interleaved 1F1B on the same
+# 2 ranks and blocks, and the zero-bubble schedules' parity runs.
+ZERO_BUBBLE = ("1f1b", "interleaved", "zbv")
+ZB_MICROBATCHES = (4, 8)
+ZB_TIMELINES = [
+    timeline(2, s, m) for m in ZB_MICROBATCHES for s in ZERO_BUBBLE
+]
+ZB_PARITY = [
+    parity(1, "--pp=2", f"--pp-schedule={s}", "--check")
+    for s in ("zbv", "interleaved-zb")
+]
 
 # name: (module run under torchrun, processes, arguments). A "sweep"
 # trains each tuple of flags in turn in one process group.
@@ -150,6 +161,7 @@ LAUNCHES = {
     "accum2": ("sweep", 2, ACCUM_RUNS),
     "timelines4": ("sweep", 4, tuple(TIMELINES[4])),
     "ranks8": ("sweep", 8, (THREE_D, THREE_D_DDP)),
+    "zerobubble2": ("sweep", 2, (*ZB_TIMELINES, *ZB_PARITY)),
     "collectives2": ("collectives", 2, ()),
     "collectives4": ("collectives", 4, ()),
 }

@@ -1,6 +1,7 @@
 """A measured pipeline step, in the schedule lab's terms (no torch).
 
-probes.py records every forward (F), loss (L) and backward (B) each
+probes.py records every forward (F), loss (L), backward (B) and, where
+a zero-bubble schedule splits the backward, weight gradient (W) each
 pipeline stage ran, with its wall-clock start and end and the CPU time
 it used. `slots` turns one step of that record into the lab's `Slot`s
 (snippets/pipeline/schedule.py), so the lab's own `idle_fraction` and
@@ -41,16 +42,25 @@ def operations(run, step):
     return sorted(found, key=lambda op: op[3])
 
 
+def place(run, stage):
+    """(pipeline rank, chunk) of `stage`: round robin, rank r holding
+    stages r, r + p, ...; or ZBV's V, r and 2p - 1 - r."""
+    p = run.config.pp
+    if run.config.pp_schedule == "zbv" and stage >= p:
+        return 2 * p - 1 - stage, 1
+    return stage % p, stage // p
+
+
 def slots(run, step):
     """The measured slots of `step`, by pipeline rank, as the wall clock
     saw them (ms from the step's first forward)."""
-    p = run.config.pp
-    return sorted(
-        Slot(
-            stage % p, round(start, 3), round(end, 3), kind, micro, stage // p
+    found = []
+    for stage, kind, micro, start, end, _ in operations(run, step):
+        rank, chunk = place(run, stage)
+        found.append(
+            Slot(rank, round(start, 3), round(end, 3), kind, micro, chunk)
         )
-        for stage, kind, micro, start, end, _ in operations(run, step)
-    )
+    return sorted(found)
 
 
 def replayed(run, step):
@@ -58,14 +68,17 @@ def replayed(run, step):
     backward lasting its stage's median CPU time for that kind; a
     forward waits for the same micro-batch's forward on the stage
     before, a backward for the backward on the stage after (the last
-    stage's for its own forward)."""
-    p, ops = run.config.pp, operations(run, step)
+    stage's for its own forward), a weight gradient for its backward."""
+    ops = operations(run, step)
     last = max(op[0] for op in ops)
     costs = defaultdict(list)
     for stage, kind, *_, cpu in ops:
         costs[(stage, kind)].append(cpu)
     median = {key: statistics.median(c) for key, c in costs.items()}
-    todo = {r: [op for op in ops if op[0] % p == r] for r in range(p)}
+    todo = {
+        r: [op for op in ops if place(run, op[0])[0] == r]
+        for r in range(run.config.pp)
+    }
     done, free, found = {}, dict.fromkeys(todo, 0.0), []
     while any(todo.values()):
         for r, queue in todo.items():
@@ -75,6 +88,8 @@ def replayed(run, step):
             cpu = median[(stage, kind)]
             if kind == "F":
                 needs = (stage - 1, "F", micro) if stage else None
+            elif kind == "W":
+                needs = (stage, "B", micro)
             elif stage < last:
                 needs = (stage + 1, "B", micro)
             else:
@@ -83,16 +98,9 @@ def replayed(run, step):
                 continue
             start = max(free[r], done.get(needs, 0.0))
             done[(stage, kind, micro)] = free[r] = start + cpu
-            found.append(
-                Slot(
-                    r,
-                    round(start, 3),
-                    round(start + cpu, 3),
-                    kind,
-                    micro,
-                    stage // p,
-                )
-            )
+            end = round(start + cpu, 3)
+            chunk = place(run, stage)[1]
+            found.append(Slot(r, round(start, 3), end, kind, micro, chunk))
             queue.pop(0)
     return sorted(found)
 
@@ -159,3 +167,13 @@ def peak_in_flight(run):
         if step in steps:
             peaks.setdefault(rank, []).append(held)
     return [peaks[r] for r in sorted(peaks)]
+
+
+def pass_times(run):
+    """The median CPU time of each kind of pass (F, B, W), in ms, over
+    every stage and traced step; a loss counts with its forward."""
+    costs = defaultdict(list)
+    for step in traced_steps(run):
+        for _, kind, *_, cpu in operations(run, step):
+            costs[kind].append(cpu)
+    return {kind: statistics.median(c) for kind, c in sorted(costs.items())}

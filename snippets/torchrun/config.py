@@ -14,7 +14,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from snippets.checks import count, number
 
 STRATEGIES = ("ddp", "fsdp", "hsdp")
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "interleaved-zb", "zbv")
 RECOMPUTE = ("none", "full")
 ACCUM_SYNC = ("last", "every")
 
@@ -53,7 +53,9 @@ class TrainConfig:
         None, "micro-batches per step, with --pp; default: --pp", minimum=1
     )
     pp_chunks: int | None = option(
-        None, "model chunks per pipeline rank; interleaved: 2", minimum=1
+        None,
+        "model chunks per pipeline rank; interleaved(-zb), zbv: 2",
+        minimum=1,
     )
     recompute: str = option(
         "none", "activation checkpointing per block", choices=RECOMPUTE
@@ -212,17 +214,25 @@ def _pipeline(args):
             raise ConfigError(f"{given[0]} applies to --pp > 1 only")
         return "1f1b", 1, 1
     schedule = args.pp_schedule or "1f1b"
-    chunks = args.pp_chunks or (2 if schedule == "interleaved" else 1)
+    several = schedule in ("interleaved", "interleaved-zb", "zbv")
+    chunks = args.pp_chunks or (2 if several else 1)
     m = args.pp_microbatches or pp
-    if schedule == "interleaved" and chunks < 2:
+    if schedule.startswith("interleaved") and chunks < 2:
         raise ConfigError(
             f"--pp-chunks ({chunks}) must be >= 2 for --pp-schedule "
-            "interleaved: each rank holds several chunks of the model"
+            f"{schedule}: each rank holds several chunks of the model"
         )
-    if schedule != "interleaved" and chunks != 1:
+    if schedule == "zbv" and chunks != 2:
+        raise ConfigError(
+            f"--pp-chunks ({chunks}) must be 2 for --pp-schedule zbv: "
+            "each rank holds one stage on the way down the ranks and one "
+            "on the way back up"
+        )
+    if not several and chunks != 1:
         raise ConfigError(
             f"--pp-chunks ({chunks}) must be 1 for --pp-schedule {schedule};"
-            " only interleaved holds several chunks per rank"
+            " only interleaved, interleaved-zb and zbv hold several chunks"
+            " per rank"
         )
     if args.n_layers % (pp * chunks):
         raise ConfigError(
@@ -239,6 +249,15 @@ def _pipeline(args):
         raise ConfigError(
             f"--pp-microbatches ({m}) must be a multiple of --pp ({pp}) "
             "for interleaved, which runs them in groups of --pp"
+        )
+    rounds = max(1, m // pp)
+    if schedule == "interleaved-zb" and m % rounds:
+        fit = [n for n in range(1, 4 * pp + 1) if n % max(1, n // pp) == 0]
+        raise ConfigError(
+            f"--pp-microbatches ({m}) must be a multiple of its number of "
+            f"rounds, {m} // --pp ({pp}) = {rounds}, for interleaved-zb, "
+            "which runs them in equal rounds; counts that fit up to "
+            f"{4 * pp}: {', '.join(map(str, fit))}"
         )
     return schedule, m, chunks
 

@@ -23,6 +23,8 @@ from torch.distributed.pipelining import (
     Schedule1F1B,
     ScheduleGPipe,
     ScheduleInterleaved1F1B,
+    ScheduleInterleavedZeroBubble,
+    ScheduleZBVZeroBubble,
 )
 from torch.distributed.tensor import Replicate, Shard
 from torch.distributed.tensor.parallel import (
@@ -47,6 +49,7 @@ class Layout:
     pp: int
     pp_rank: int
     tp: int
+    loss_rank: int  # the pp rank that holds the last stage
 
     @property
     def first(self):
@@ -54,7 +57,7 @@ class Layout:
 
     @property
     def last(self):  # computes the loss
-        return self.pp_rank == self.pp - 1
+        return self.pp_rank == self.loss_rank
 
     def describe(self):
         dims = dict(
@@ -84,6 +87,7 @@ def device_mesh(cfg, device):
         pp=cfg.pp,
         pp_rank=rank // cfg.tp % cfg.pp,
         tp=cfg.tp,
+        loss_rank=0 if cfg.pp_schedule == "zbv" else cfg.pp - 1,
     )
 
 
@@ -192,14 +196,23 @@ def data_parallel(roots, units, cfg, layout, device, mixed):
 
 
 # --8<-- [start:parallelize]
+def stages_of(pp_rank, p, v, schedule):
+    """The pipeline stages pp rank `pp_rank` holds, of p x v; stage s runs
+    blocks [s * per_stage, (s + 1) * per_stage). Round robin: rank r
+    holds stages r, r + p, r + 2p, ... ZBV's V: r on the way down the
+    ranks and 2p - 1 - r on the way back up, so rank 0 holds the first
+    stage and the last."""
+    if schedule == "zbv":
+        return [pp_rank, 2 * p - 1 - pp_rank]
+    return [pp_rank + k * p for k in range(v)]
+
+
 def parallelize(model, cfg, layout, device, mixed, loss=loss_fn):
     """Keep this rank's part of `model` and make it distributed. With
     pp > 1 the schedule computes `loss` on the last stage."""
     p, v = cfg.pp, cfg.pp_chunks
     per_stage = cfg.model.n_layers // (p * v)
-    # Stage s of the p x v runs blocks [s * per_stage, (s + 1) * per_stage)
-    # on pp rank s % p: rank r holds stages r, r + p, r + 2p, ...
-    mine = [layout.pp_rank + k * p for k in range(v)]
+    mine = stages_of(layout.pp_rank, p, v, cfg.pp_schedule)
 
     def blocks(stage):
         return range(stage * per_stage, (stage + 1) * per_stage)
@@ -236,6 +249,8 @@ def parallelize(model, cfg, layout, device, mixed, loss=loss_fn):
         "gpipe": ScheduleGPipe,
         "1f1b": Schedule1F1B,
         "interleaved": ScheduleInterleaved1F1B,
+        "interleaved-zb": ScheduleInterleavedZeroBubble,
+        "zbv": ScheduleZBVZeroBubble,
     }[cfg.pp_schedule]
     runs = list(stages) if v > 1 else stages[0]
     return Parallel(
