@@ -25,23 +25,25 @@ PARITY_RTOL = 1e-5  # fp32 losses of one batch, summed in another order
 
 def lab(run):
     """The lab's slots for the schedule, p and m of `run`."""
-    p, m = run.pp, run.pp_microbatches
-    if run.pp_schedule == "interleaved":
-        return pipeline_schedule(p, m, "interleaved", chunks=run.pp_chunks)
-    return zero_bubble_schedule(p, m, run.pp_schedule)
+    p, m = run.config.pp, run.config.pp_microbatches
+    if run.config.pp_schedule == "interleaved":
+        return pipeline_schedule(
+            p, m, "interleaved", chunks=run.config.pp_chunks
+        )
+    return zero_bubble_schedule(p, m, run.config.pp_schedule)
 
 
 def passes(run, step):
     """How many passes of each (stage, kind) `step` ran."""
-    return Counter((e[1], e[2]) for e in run.timeline if e[0] == step)
+    return Counter((e[1], e[2]) for e in run.measured.timeline if e[0] == step)
 
 
 def check_schedule(run):
     """Every traced step runs the lab's order on every rank, each pass
     once per micro-batch: F and B on every stage, W where the backward
     is split, the loss on the last stage."""
-    p, m, v = run.pp, run.pp_microbatches, run.pp_chunks
-    split = run.pp_schedule == "zbv"
+    p, m, v = run.config.pp, run.config.pp_microbatches, run.config.pp_chunks
+    split = run.config.pp_schedule == "zbv"
     expected = Counter()
     for stage in range(p * v):
         for kind in "FBW" if split else "FB":
@@ -50,10 +52,10 @@ def check_schedule(run):
     steps = timelines.traced_steps(run)
     assert steps, run.config
     for step in steps:
-        assert passes(run, step) == expected, (run.pp_schedule, m)
+        assert passes(run, step) == expected, (run.config.pp_schedule, m)
         assert timelines.order(timelines.slots(run, step)) == (
             timelines.order(lab(run))
-        ), (run.pp_schedule, m, step)
+        ), (run.config.pp_schedule, m, step)
 
 
 def test_zbv_places_the_stages_in_a_v():
@@ -76,8 +78,8 @@ def test_zbv_places_the_stages_in_a_v():
 def test_pytorch_runs_the_zero_bubble_labs_schedules():
     """1F1B, interleaved 1F1B and ZBV, as torch.distributed.pipelining
     ran them on 2 ranks: every rank in the lab's order, pass by pass."""
-    runs = [r for r in results.runs("zerobubble2") if r.timeline]
-    shapes = {(r.pp_schedule, r.pp_microbatches) for r in runs}
+    runs = [r for r in results.runs("zerobubble2") if r.measured.timeline]
+    shapes = {(r.config.pp_schedule, r.config.pp_microbatches) for r in runs}
     assert shapes == {
         (s, m) for s in results.ZERO_BUBBLE for m in results.ZB_MICROBATCHES
     }
@@ -89,12 +91,12 @@ def test_zero_bubble_schedules_train_as_one_process():
     """ZBV and interleaved zero bubble on 2 ranks: the losses of one
     process, and gradients that pass the check against it."""
     solo = results.runs("solo")[0]
-    runs = [r for r in results.runs("zerobubble2") if not r.timeline]
-    assert {r.pp_schedule for r in runs} == {"zbv", "interleaved-zb"}
+    runs = [r for r in results.runs("zerobubble2") if not r.measured.timeline]
+    assert {r.config.pp_schedule for r in runs} == {"zbv", "interleaved-zb"}
     for run in runs:
-        assert run.model == solo.model and run.pp == 2
+        assert run.config.model == solo.config.model and run.config.pp == 2
         assert run.losses == pytest.approx(solo.losses, rel=PARITY_RTOL)
-        assert run.grad_check.ok, run.grad_check
+        assert run.measured.grad_check.ok, run.measured.grad_check
 
 
 def train(tmp_path, name, *flags):
@@ -124,7 +126,7 @@ def test_a_zbv_job_checkpoints_and_resumes_as_if_never_stopped(tmp_path):
     )
     whole, _ = train(tmp_path, "whole", *flags)
     check_schedule(whole)
-    assert whole.grad_check.ok, whole.grad_check
+    assert whole.measured.grad_check.ok, whole.measured.grad_check
     last = saved / "step_000003"
     trainer = json.loads((last / "trainer.json").read_text())
     assert trainer["step"] == 3
@@ -133,4 +135,4 @@ def test_a_zbv_job_checkpoints_and_resumes_as_if_never_stopped(tmp_path):
     assert again.resumed_from_step == 2, log
     assert "resumed from the checkpoint of step 2" in log
     assert again.losses == whole.losses
-    assert again.weights_sha256 == whole.weights_sha256
+    assert again.measured.weights_sha256 == whole.measured.weights_sha256

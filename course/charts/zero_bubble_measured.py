@@ -31,7 +31,8 @@ def measured(schedule):
     [run] = [
         r
         for r in results.runs("zerobubble2")
-        if r.timeline and (r.pp_schedule, r.pp_microbatches) == (schedule, M)
+        if r.measured.timeline
+        and (r.config.pp_schedule, r.config.pp_microbatches) == (schedule, M)
     ]
     steps = [timelines.slots(run, s) for s in timelines.traced_steps(run)]
     return sorted(steps, key=idle_fraction)[len(steps) // 2]
