@@ -491,6 +491,23 @@ BAD = [
         "--pp-microbatches",
         "needs --pp-microbatches 4",
     ),
+    (["--cp=0"], "--cp", ">= 1"),
+    (["--cp=3"], "--tp x --pp x --cp", "products that fit: 1, 2, 4"),
+    (["--cp=2", "--seq-len=6"], "--seq-len", "multiple of 2 x --cp (4)"),
+    (
+        ["--cp=4", "--cp-balance=none", "--seq-len=6"],
+        "--seq-len",
+        "multiple of --cp (4)",
+    ),
+    (
+        ["--cp=2", "--tp=2", "--cp-balance=none", "--seq-len=6"],
+        "--seq-len",
+        "(6) / --cp (2) must be a multiple of --tp (2)",
+    ),
+    (["--cp-balance=none"], "--cp-balance", "--cp > 1 only"),
+    (["--cp=2", "--cp-balance=ring"], "--cp-balance", "'none', 'zigzag'"),
+    (["--cp=2", "--pp=2"], "--cp", "without --pp"),
+    (["--cp=2", "--strategy=hsdp"], "--cp", "ddp or fsdp"),
 ]
 
 

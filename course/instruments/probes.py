@@ -10,6 +10,8 @@ course/instruments/train.py:
 - `--check`: the first step's gradients against one process that sees
   the whole batch, the activations one block saves against
   activation_terms.py, and a digest of the final weights;
+- with `--cp`: what the ring of context parallelism sends and the
+  attention work each of its steps does (`RingCount`);
 - `--trace`: the collectives tensor parallelism issues, per block and
   in the first step (a TorchDispatchMode, as CommDebugMode counts
   them), and with `--pp` every forward and backward of every
@@ -408,6 +410,58 @@ class Timeline:
         stage.backward_weight_one_chunk = timed_weight
 
 
+# --8<-- [start:ring]
+class RingCount:
+    """What the ring of context parallelism (snippets/torchrun/
+    context.py) did on this rank, counted by wrapping its two seams:
+    the bytes of every send, by phase (K/V forward, K/V backward, their
+    gradients); the attention calls; and at each ring step the
+    query-key pairs its causal masks left visible, per sequence and
+    head, with the CPU seconds the scoring took (forward)."""
+
+    def __init__(self, ring, units):
+        self.calls, self.where = 0, ring.where.tolist()
+        self.sent = dict.fromkeys(ring.PHASES, 0)
+        self.pairs, self.seconds = [0] * ring.cp, [0.0] * ring.cp
+        exchange, attend = ring.exchange, ring.attend
+
+        def counted_exchange(tensor, phase):
+            self.sent[phase] += tensor.numel() * tensor.element_size()
+            return exchange(tensor, phase)
+
+        def counted_attend(step, q, k, v, visible):
+            began = time.thread_time()
+            out = attend(step, q, k, v, visible)
+            self.seconds[step] += time.thread_time() - began
+            whole = q.shape[-2] * k.shape[-2]
+            self.pairs[step] += whole if visible is None else visible.sum()
+            return out
+
+        ring.exchange, ring.attend = counted_exchange, counted_attend
+        for unit in units:
+            if hasattr(unit, "attn"):
+                unit.attn.core = self.counted(unit.attn.core)
+
+    def counted(self, core):
+        def call(q, k, v):
+            self.calls += 1
+            return core(q, k, v)
+
+        return call
+
+    def figures(self):
+        return {
+            "calls": self.calls,
+            "sent": self.sent,
+            "pairs": [int(n) for n in self.pairs],
+            "seconds": self.seconds,
+            "positions": self.where,
+        }
+
+
+# --8<-- [end:ring]
+
+
 class Box:
     __slots__ = ("tensor", "__weakref__")
 
@@ -431,6 +485,7 @@ class Probes(Watch):
         self.cfg, self.device, self.mixed = cfg, device, mixed
         self.check, self.trace = check, trace
         self.traffic, self.timeline, self.built = Traffic(), None, None
+        self.ring = None
         self.steps, self.held = [], {}  # step -> gradient bytes, most
         model = build_model(cfg.model, cfg.seed)
         self.params = sum(p.numel() for p in model.parameters())
@@ -450,6 +505,8 @@ class Probes(Watch):
     def attach(self, built, optimizer):
         self.built, self.optimizer = built, optimizer
         count_traffic(built, self.cfg, self.traffic)
+        if built.ring:
+            self.ring = RingCount(built.ring, built.units)
         if self.timeline:
             self.timeline.watch(built.stages)
         if self.trace and self.cfg.tp > 1:
@@ -505,6 +562,8 @@ class Probes(Watch):
                 "peak": list(self.timeline.peak.items()),
             }
             found |= pipeline_figures(gather(mine), layout)
+        if self.ring:
+            found["ring"] = gather(self.ring.figures())
         last = steps[-1] if steps else 0
         found["traffic"] = {k: self.traffic.step_bytes(last, k) for k in KINDS}
         found["traffic_per_micro"] = [

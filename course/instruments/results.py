@@ -138,6 +138,21 @@ ZB_PARITY = [
     for s in ("zbv", "interleaved-zb")
 ]
 
+# Context parallelism on 4 ranks: the parity model split 4 ways by the
+# ring, without and with zig-zag, and dp 2 x cp 2 under FSDP; then a
+# longer sequence, so that each rank's attention takes some time.
+LONG = (
+    *flags(vocab=64, seq_len=2048, d_model=128, n_heads=2, n_layers=2),
+    *flags(d_ff=256, micro_batch=1, steps=2, log_every=2),
+)
+CONTEXT = (
+    parity(1, "--cp=4", "--cp-balance=none", "--check"),
+    parity(1, "--cp=4", "--cp-balance=zigzag", "--check"),
+    parity(2, "--cp=2", "--strategy=fsdp", "--check"),
+    (*LONG, "--cp=4", "--cp-balance=none"),
+    (*LONG, "--cp=4", "--cp-balance=zigzag"),
+)
+
 # name: (module run under torchrun, processes, arguments). A "sweep"
 # trains each tuple of flags in turn in one process group.
 LAUNCHES = {
@@ -162,6 +177,7 @@ LAUNCHES = {
     "timelines4": ("sweep", 4, tuple(TIMELINES[4])),
     "ranks8": ("sweep", 8, (THREE_D, THREE_D_DDP)),
     "zerobubble2": ("sweep", 2, (*ZB_TIMELINES, *ZB_PARITY)),
+    "context4": ("sweep", 4, CONTEXT),
     "collectives2": ("collectives", 2, ()),
     "collectives4": ("collectives", 4, ()),
 }

@@ -6,11 +6,12 @@
 Each launch is `torchrun --standalone` on the CPU (gloo) with a tiny
 model, three steps, `--check` and a checkpoint every step, for each
 layout: DDP and FSDP on 2 ranks, pp 2 x tp 2 on 4, dp 2 x pp 2 x tp 2
-on 8, pp 2 under the ZBV schedule on 2. A launch passes when torchrun
-exits 0 and every rank printed its "clean exit" line, the last thing
-train.py prints before the process ends. A rank that dies at exit
-(SIGABRT) fails the first test, one that hangs fails on the time
-limit. The exit status is 1 if any launch failed.
+on 8, pp 2 under the ZBV schedule on 2, and context parallelism: dp 2 x
+cp 2 on 4, dp 2 x tp 2 x cp 2 on 8. A launch passes when torchrun exits
+0 and every rank printed its "clean exit" line, the last thing train.py
+prints before the process ends. A rank that dies at exit (SIGABRT)
+fails the first test, one that hangs fails on the time limit. The exit
+status is 1 if any launch failed.
 """
 
 import argparse
@@ -43,6 +44,8 @@ LAYOUTS = {
     "dp2-pp2-tp2": (8, ("--pp=2", "--tp=2", "--strategy=fsdp")),
     # ZBV: two stages of one block on each rank, in a V
     "pp2-zbv": (2, ("--pp=2", "--pp-schedule=zbv", "--n-layers=4")),
+    "dp2-cp2": (4, ("--cp=2", "--strategy=fsdp")),
+    "dp2-tp2-cp2": (8, ("--cp=2", "--tp=2", "--strategy=fsdp")),
 }
 
 

@@ -66,6 +66,7 @@ class Measured:
     tp_step: dict | None = None
     timeline: list | None = None
     peak_in_flight: list[int] | None = None
+    ring: list[dict] | None = None  # one per rank, with --cp
 
     @classmethod
     def from_dict(cls, d):
@@ -346,7 +347,12 @@ def write(runs, json_path=None):
     a --compare, and the JSON (--json)."""
     for run in runs:
         print(summary(run), flush=True)
-    if len(runs) > 1 and all(r.config.tp == r.config.pp == 1 for r in runs):
+    alike = {(r.config.model, r.config.steps) for r in runs}
+    if (
+        len(runs) > 1
+        and len(alike) == 1
+        and all(r.config.tp == r.config.pp == 1 for r in runs)
+    ):
         print(table(*runs), flush=True)
         for problem in problems(runs):
             print("MISMATCH:", problem, flush=True)

@@ -17,6 +17,7 @@ STRATEGIES = ("ddp", "fsdp", "hsdp")
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "interleaved-zb", "zbv")
 RECOMPUTE = ("none", "full")
 ACCUM_SYNC = ("last", "every")
+CP_BALANCES = ("none", "zigzag")
 
 
 def option(default, help, *, minimum=None, choices=None):
@@ -45,6 +46,17 @@ class TrainConfig:
         None, "HSDP: ranks per shard group; default: ranks per node", minimum=1
     )
     tp: int = option(1, "tensor-parallel ranks (Megatron split)", minimum=1)
+    cp: int = option(
+        1,
+        "context-parallel ranks: ring attention over the sequence",
+        minimum=1,
+    )
+    cp_balance: str = option(
+        "zigzag",
+        "with --cp: each rank holds one piece of the sequence (none), or "
+        "chunks r and 2cp-1-r of 2cp (zigzag), for equal causal work",
+        choices=CP_BALANCES,
+    )
     pp: int = option(1, "pipeline stages", minimum=1)
     pp_schedule: str = option(
         "1f1b", "pipeline schedule, with --pp", choices=SCHEDULES
@@ -148,7 +160,9 @@ def parser():
             p.add_argument(name, metavar="PATH", help=help)
     p.set_defaults(**{f.name: f.default for f in _settings()})
     # None tells "not given" from "given the default value"
-    p.set_defaults(accum_steps=None, strategy=None, pp_schedule=None)
+    p.set_defaults(
+        accum_steps=None, strategy=None, pp_schedule=None, cp_balance=None
+    )
     return p
 
 
@@ -171,13 +185,18 @@ def divisors(n):
 
 
 def _layout(args, world_size):
-    """The data-parallel size, once --tp and --pp fit the world size."""
-    tp, pp = args.tp, args.pp
-    if world_size % (tp * pp):
+    """The data-parallel size, once --tp, --pp and --cp fit the world
+    size."""
+    tp, pp, cp = args.tp, args.pp, args.cp
+    if world_size % (tp * pp * cp):
+        names, sizes, dims = "--tp x --pp", f"{tp} x {pp}", "pp x tp"
+        if cp > 1:
+            names, sizes = names + " x --cp", f"{sizes} x {cp}"
+            dims = "cp x tp"  # cp refuses pp
         raise ConfigError(
-            f"--tp x --pp ({tp} x {pp} = {tp * pp}) must divide the world "
-            f"size ({world_size}), as dp x pp x tp is every rank; products "
-            f"that fit: {divisors(world_size)}"
+            f"{names} ({sizes} = {tp * pp * cp}) must divide the world "
+            f"size ({world_size}), as dp x {dims} is every rank; "
+            f"products that fit: {divisors(world_size)}"
         )
     shares = (
         ("n-heads", args.n_heads),
@@ -191,12 +210,49 @@ def _layout(args, world_size):
                 f"that each tp rank holds an equal share; --tp that fit: "
                 f"{divisors(size)}"
             )
-    if args.seq_len % tp:
+    _context(args)
+    if args.seq_len // cp % tp:
+        per_rank = "" if cp == 1 else f" / --cp ({cp})"
         raise ConfigError(
-            f"--seq-len ({args.seq_len}) must be a multiple of --tp ({tp}):"
-            " sequence parallelism gives each tp rank an equal share"
+            f"--seq-len ({args.seq_len}){per_rank} must be a multiple of "
+            f"--tp ({tp}): sequence parallelism gives each tp rank an "
+            "equal share"
         )
-    return world_size // (tp * pp)
+    return world_size // (tp * pp * cp)
+
+
+def _context(args):
+    """--cp and --cp-balance: the sequence must split evenly, and cp
+    runs beside FSDP, DDP and tp, not with a pipeline or HSDP."""
+    cp, balance = args.cp, args.cp_balance
+    if cp == 1:
+        if balance is not None:
+            raise ConfigError("--cp-balance applies to --cp > 1 only")
+        args.cp_balance = "zigzag"
+        return
+    balance = args.cp_balance = balance or "zigzag"
+    pieces = 2 * cp if balance == "zigzag" else cp
+    if args.seq_len % pieces:
+        raise ConfigError(
+            f"--seq-len ({args.seq_len}) must be a multiple of "
+            f"{'2 x ' if balance == 'zigzag' else ''}--cp ({pieces}) with "
+            f"--cp-balance {balance}: "
+            + (
+                "each rank holds two equal chunks"
+                if balance == "zigzag"
+                else "each rank holds an equal piece"
+            )
+        )
+    if args.pp > 1:
+        raise ConfigError(
+            f"--cp ({cp}) applies without --pp only (--pp 1): this "
+            "script does not run a ring inside pipeline stages"
+        )
+    if args.strategy == "hsdp":
+        raise ConfigError(
+            f"--cp ({cp}) runs with --strategy ddp or fsdp, not hsdp: "
+            "FSDP shards over dp x cp"
+        )
 
 
 def _pipeline(args):

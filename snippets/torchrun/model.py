@@ -13,10 +13,17 @@ class Embed(nn.Module):
         super().__init__()
         self.tokens = nn.Embedding(cfg.vocab, cfg.d_model)
         self.positions = nn.Embedding(cfg.seq_len, cfg.d_model)
+        self.where = None  # with --cp: the positions of this rank's tokens
 
     def forward(self, idx):
-        where = torch.arange(idx.shape[1], device=idx.device)
+        where = self.where
+        if where is None:
+            where = torch.arange(idx.shape[1], device=idx.device)
         return self.tokens(idx) + self.positions(where)
+
+
+def causal(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
 class Attention(nn.Module):
@@ -30,12 +37,13 @@ class Attention(nn.Module):
         self.head_dim = cfg.d_model // cfg.n_heads
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.core = causal  # with --cp: a ring over the cp ranks
 
     def forward(self, x):
         b, t, _ = x.shape
         qkv = self.qkv(x).view(b, t, -1, 3, self.head_dim).transpose(1, 2)
         q, k, v = qkv.unbind(dim=3)  # each (b, heads, t, head_dim)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = self.core(q, k, v)
         return self.proj(y.transpose(1, 2).reshape(b, t, -1))
 
 

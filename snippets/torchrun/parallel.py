@@ -1,7 +1,8 @@
 """Everything that makes the model distributed, in one place.
 
 The ranks form a DeviceMesh of (dp, pp, tp), outermost first; HSDP
-splits dp into (dp_replicate, dp_shard). `parallelize` composes the
+splits dp into (dp_replicate, dp_shard), and context parallelism adds
+cp before tp. `parallelize` composes the
 three as torchtitan does: tensor parallelism inside each block, then
 activation recomputation, then data parallelism (DDP, FSDP2 or HSDP)
 over dp, and last the pipeline stages over pp. It returns what it
@@ -36,6 +37,7 @@ from torch.distributed.tensor.parallel import (
 )
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from snippets.torchrun import context
 from snippets.torchrun.model import loss_fn, part
 
 
@@ -50,6 +52,8 @@ class Layout:
     pp_rank: int
     tp: int
     loss_rank: int  # the pp rank that holds the last stage
+    cp: int = 1
+    cp_rank: int = 0
 
     @property
     def first(self):
@@ -72,10 +76,12 @@ def device_mesh(cfg, device):
     (dp_replicate, dp_shard, pp, tp) for HSDP. Neighbouring ranks share
     tp, the chattiest dimension, so that it stays inside a node."""
     world = dist.get_world_size()
-    dp = world // (cfg.pp * cfg.tp)
+    dp = world // (cfg.pp * cfg.cp * cfg.tp)
     if cfg.strategy == "hsdp":
         shape = (dp // cfg.shard_size, cfg.shard_size, cfg.pp, cfg.tp)
         names = ("dp_replicate", "dp_shard", "pp", "tp")
+    elif cfg.cp > 1:  # config refuses cp with pp
+        shape, names = (dp, cfg.cp, cfg.tp), ("dp", "cp", "tp")
     else:
         shape, names = (dp, cfg.pp, cfg.tp), ("dp", "pp", "tp")
     mesh = init_device_mesh(device.type, shape, mesh_dim_names=names)
@@ -83,11 +89,13 @@ def device_mesh(cfg, device):
     return Layout(
         mesh=mesh,
         dp=dp,
-        dp_rank=rank // (cfg.pp * cfg.tp),
+        dp_rank=rank // (cfg.pp * cfg.cp * cfg.tp),
         pp=cfg.pp,
         pp_rank=rank // cfg.tp % cfg.pp,
         tp=cfg.tp,
         loss_rank=0 if cfg.pp_schedule == "zbv" else cfg.pp - 1,
+        cp=cfg.cp,
+        cp_rank=rank // cfg.tp % cfg.cp,
     )
 
 
@@ -103,6 +111,7 @@ class Parallel:
     units: tuple  # the modules data parallelism wrapped one by one
     stages: tuple = ()  # PipelineStage, pp > 1
     schedule: object = None  # the pipeline schedule, pp > 1
+    ring: object = None  # context.Ring, cp > 1
 
 
 # --8<-- [start:tp]
@@ -177,12 +186,16 @@ def data_parallel(roots, units, cfg, layout, device, mixed):
         param_dtype=torch.bfloat16 if mixed else None,
         reduce_dtype=torch.float32 if mixed else None,
     )
+    # cp ranks see other tokens of the same sequences: to the weights
+    # they are more data parallelism (torchtitan's dp_shard x cp)
+    mesh = context.fold(layout) if cfg.cp > 1 else layout.mesh["dp"]
     if cfg.strategy == "ddp":
         for module in [*units, *roots]:
-            replicate(module, mesh=layout.mesh["dp"], mp_policy=policy)
+            replicate(module, mesh=mesh, mp_policy=policy)
         return roots
-    dims = ("dp_replicate", "dp_shard") if cfg.strategy == "hsdp" else "dp"
-    options = dict(mesh=layout.mesh[dims], mp_policy=policy)
+    if cfg.strategy == "hsdp":
+        mesh = layout.mesh["dp_replicate", "dp_shard"]
+    options = dict(mesh=mesh, mp_policy=policy)
     for unit in units:
         # With pp the weights stay gathered from forward to backward, or
         # every micro-batch would gather them again (as in torchtitan).
@@ -230,6 +243,7 @@ def parallelize(model, cfg, layout, device, mixed, loss=loss_fn):
             checkpoint(block)
     if cfg.tp > 1:
         split_the_ends(held, layout.mesh["tp"])
+    ring = context.attach(held, cfg, layout, device) if cfg.cp > 1 else None
     chunks = [
         part(held, blocks(s), first=s == 0, last=s == p * v - 1) for s in mine
     ]
@@ -237,7 +251,7 @@ def parallelize(model, cfg, layout, device, mixed, loss=loss_fn):
     units = tuple(unit for unit in units if unit is not None)
     if p == 1:
         [wrapped] = data_parallel([held], units, cfg, layout, device, mixed)
-        return Parallel(layout, wrapped, units)
+        return Parallel(layout, wrapped, units, ring=ring)
     # Each stage's part is a root: FSDP2 starts its work there.
     data_parallel(chunks, units, cfg, layout, device, mixed)
     group = layout.mesh["pp"].get_group()

@@ -65,9 +65,10 @@ class Watch:
 def train_step(built, cfg, step, device, mixed, watch):
     """One optimizer step's forward and backward passes; the mean loss."""
     layout = built.layout
-    x, y = (
-        t.to(device) for t in step_rows(cfg, step, layout.dp, layout.dp_rank)
-    )
+    x, y = step_rows(cfg, step, layout.dp, layout.dp_rank)
+    if built.ring:  # this cp rank's tokens of the same sequences
+        x, y = x[:, built.ring.where], y[:, built.ring.where]
+    x, y = x.to(device), y.to(device)
     total = torch.zeros((), device=device)
     if built.schedule:  # the pipeline runs every micro-batch itself
         watch.micro(step, 0)
@@ -88,10 +89,11 @@ def train_step(built, cfg, step, device, mixed, watch):
                 loss = loss_fn(built.model(xm), ym) / cfg.accum_steps
                 loss.backward()
             total += loss.detach()
-    # for the log: the last stage's loss, the mean over dp; the tp ranks
-    # of a stage hold the same one
+    # for the log: the last stage's loss, the mean over dp and cp (the
+    # cp ranks' tokens are as many); the tp ranks of a stage hold the
+    # same one
     dist.all_reduce(total if layout.last else total.zero_())
-    return total.item() / (layout.dp * layout.tp)
+    return total.item() / (layout.dp * layout.cp * layout.tp)
 
 
 # --8<-- [end:step]
