@@ -131,9 +131,6 @@ def pairs(mine, theirs, device):
     return found
 
 
-# --8<-- [end:ring]
-
-
 def merge(out, lse, block_out, block_lse):
     """Fold a block's (output, log-sum-exp) into the running ones: both
     are re-weighted to the combined log-sum-exp, so the outputs add up
@@ -142,6 +139,9 @@ def merge(out, lse, block_out, block_lse):
     out = out * torch.exp(lse - both).unsqueeze(-1)
     out = out + block_out * torch.exp(block_lse - both).unsqueeze(-1)
     return out, both
+
+
+# --8<-- [end:ring]
 
 
 # --8<-- [start:autograd]
