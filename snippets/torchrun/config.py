@@ -140,7 +140,7 @@ def parser():
         prog="python -m snippets.torchrun.train",
         allow_abbrev=False,  # --check is no prefix of --checkpoint-dir
         description="Train a small decoder-only LM with DDP, FSDP2 or "
-        "HSDP, tensor and pipeline parallelism.",
+        "HSDP, tensor, pipeline and context parallelism.",
     )
     for f in _settings():
         name = "--" + f.name.replace("_", "-")

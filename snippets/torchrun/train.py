@@ -1,5 +1,5 @@
 """Train a small decoder-only LM under torchrun, with data parallelism
-(DDP, FSDP2 or HSDP), tensor parallelism and pipeline parallelism.
+(DDP, FSDP2 or HSDP), tensor, pipeline and context parallelism.
 
     torchrun --standalone --nproc_per_node=2 -m snippets.torchrun.train
 
