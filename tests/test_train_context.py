@@ -27,9 +27,11 @@ def ring_runs():
 
 def test_the_record_holds_both_balances_and_dp_beside_cp():
     runs = ring_runs()
-    layouts = {(r.cp, r.cp_balance, r.dp // r.cp) for r in runs}
+    layouts = {
+        (r.config.cp, r.config.cp_balance, r.dp // r.config.cp) for r in runs
+    }
     assert {(4, "none", 1), (4, "zigzag", 1), (2, "zigzag", 2)} <= layouts
-    assert all(r.ring and len(r.ring) == r.world_size for r in runs)
+    assert all(len(r.measured.ring) == r.world_size for r in runs)
 
 
 def test_each_rank_sends_what_cp_bytes_per_layer_says():
@@ -37,19 +39,24 @@ def test_each_rank_sends_what_cp_bytes_per_layer_says():
         expected = context.predicted_sent(r)
         assert context.sent_per_layer(r) == [expected] * r.world_size, r.config
         # every call is counted once per layer and micro-batch
-        calls = r.model["n_layers"] * r.accum_steps * r.steps
-        assert {rank["calls"] for rank in r.ring} == {calls}
+        c = r.config
+        calls = c.model.n_layers * c.accum_steps * c.steps
+        assert {rank["calls"] for rank in r.measured.ring} == {calls}
 
 
 def test_each_ring_step_scores_the_pairs_the_lab_counts():
     for r in ring_runs():
         assert context.pairs(r) == context.predicted_pairs(r), r.config
-        for rank in r.ring:  # a whole number of pairs per call
+        for rank in r.measured.ring:  # a whole number of pairs per call
             assert all(n % rank["calls"] == 0 for n in rank["pairs"])
 
 
 def test_zigzag_evens_out_the_work_that_none_leaves_uneven():
-    by = {(r.cp_balance, r.seq_len): r for r in ring_runs() if r.cp == 4}
+    by = {
+        (r.config.cp_balance, r.config.model.seq_len): r
+        for r in ring_runs()
+        if r.config.cp == 4
+    }
     for (balance, _), r in by.items():
         work = [sum(col) for col in zip(*context.pairs(r), strict=True)]
         if balance == "zigzag":
@@ -60,11 +67,11 @@ def test_zigzag_evens_out_the_work_that_none_leaves_uneven():
 
 def test_cp_trains_the_losses_of_one_process():
     solo = results.runs("solo")[0]
-    parity = [r for r in ring_runs() if r.model == solo.model]
+    parity = [r for r in ring_runs() if r.config.model == solo.config.model]
     assert len(parity) == 3
     for r in parity:
         assert r.losses == pytest.approx(solo.losses, rel=PARITY_RTOL)
-        assert r.grad_check.ok, r.grad_check
+        assert r.measured.grad_check.ok, r.measured.grad_check
 
 
 def test_the_positions_are_the_labs_chunks():
@@ -99,7 +106,7 @@ def train(tmp_path, nproc, *flags, name="run"):
 )
 def test_a_cp_layout_has_the_gradients_of_one_process(tmp_path, nproc, layout):
     run, log = train(tmp_path, nproc, *SMALL, "--steps=1", "--check", *layout)
-    assert run.grad_check.ok, run.grad_check
+    assert run.measured.grad_check.ok, run.measured.grad_check
     assert context.pairs(run) == context.predicted_pairs(run)
     assert context.sent_per_layer(run)[0] == context.predicted_sent(run)
     assert "cp 2" in log or "cp 4" in log, log
@@ -119,7 +126,7 @@ def test_a_resumed_cp_run_ends_as_an_unbroken_one(tmp_path):
     assert "resumed from the checkpoint of step 2" in log
     assert resumed.resumed_from_step == 2
     assert resumed.losses == whole.losses
-    assert resumed.weights_sha256 == whole.weights_sha256
+    assert resumed.measured.weights_sha256 == whole.measured.weights_sha256
 
 
 @pytest.mark.slow  # a torchrun launch

@@ -20,13 +20,14 @@ BYTES = {"fp32": 4, "bf16": 2}
 def shape(run):
     """(micro-batch, sequence, width and heads each rank's attention
     holds, cp): tensor parallelism leaves 1/tp of the heads per rank."""
-    m = run.model
+    c = run.config
+    m = c.model
     return (
-        run.micro_batch,
-        m["seq_len"],
-        m["d_model"] // run.tp,
-        m["n_heads"] // run.tp,
-        run.cp,
+        c.micro_batch,
+        m.seq_len,
+        m.d_model // c.tp,
+        m.n_heads // c.tp,
+        c.cp,
     )
 
 
@@ -35,7 +36,7 @@ def sent_per_layer(run):
     micro-batch), by phase: K/V forward, K/V backward, gradients."""
     return [
         {phase: n // rank["calls"] for phase, n in rank["sent"].items()}
-        for rank in run.ring
+        for rank in run.measured.ring
     ]
 
 
@@ -54,22 +55,23 @@ def predicted_sent(run):
 def pairs(run):
     """pairs[t][r]: query-key pairs rank r scored at ring step t, per
     sequence, head and call, as the lab's ring_step_scores lays them."""
-    group = [run.ring[r] for r in cp_ranks(run)]
+    group = [run.measured.ring[r] for r in cp_ranks(run)]
     per_rank = [[n // rank["calls"] for n in rank["pairs"]] for rank in group]
     return [list(step) for step in zip(*per_rank, strict=True)]
 
 
 def predicted_pairs(run):
-    return ring_step_scores(run.seq_len, run.cp, LAYOUT[run.cp_balance])
+    c = run.config
+    return ring_step_scores(c.model.seq_len, c.cp, LAYOUT[c.cp_balance])
 
 
 def seconds(run):
     """CPU seconds each rank of the first cp group spent scoring,
     forward, over the whole run."""
-    return [sum(run.ring[r]["seconds"]) for r in cp_ranks(run)]
+    return [sum(run.measured.ring[r]["seconds"]) for r in cp_ranks(run)]
 
 
 def cp_ranks(run):
     """The ranks of the first cp group (dp rank 0, tp rank 0): the mesh
     numbers ranks (dp, cp, tp), row-major."""
-    return [r * run.tp for r in range(run.cp)]
+    return [r * run.config.tp for r in range(run.config.cp)]

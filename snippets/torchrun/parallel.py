@@ -5,9 +5,10 @@ splits dp into (dp_replicate, dp_shard), and context parallelism makes
 it (dp, cp, tp). `parallelize` composes them as torchtitan does: tensor
 parallelism inside each block, then activation recomputation, then the
 ring attention of context parallelism, then data parallelism (DDP,
-FSDP2 or HSDP) over dp (and cp), and last the pipeline stages over pp. It returns what it
-built as one frozen value, `Parallel`, which the training loop reads
-and a measuring tool may attach to (course/instruments/).
+FSDP2 or HSDP) over dp (and cp), and last the pipeline stages over pp.
+It returns what it built as one frozen value, `Parallel`, which the
+training loop reads and a measuring tool may attach to
+(course/instruments/).
 """
 
 from contextlib import nullcontext
