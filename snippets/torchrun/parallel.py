@@ -187,15 +187,16 @@ def data_parallel(roots, units, cfg, layout, device, mixed):
         param_dtype=torch.bfloat16 if mixed else None,
         reduce_dtype=torch.float32 if mixed else None,
     )
-    # cp ranks see other tokens of the same sequences: to the weights
-    # they are more data parallelism (torchtitan's dp_shard x cp)
-    mesh = context.fold(layout) if cfg.cp > 1 else layout.mesh["dp"]
+    if cfg.strategy == "hsdp":
+        mesh = layout.mesh["dp_replicate", "dp_shard"]
+    elif cfg.cp > 1:  # other tokens of the same sequences: to the
+        mesh = context.fold(layout)  # weights, more data parallelism
+    else:
+        mesh = layout.mesh["dp"]
     if cfg.strategy == "ddp":
         for module in [*units, *roots]:
             replicate(module, mesh=mesh, mp_policy=policy)
         return roots
-    if cfg.strategy == "hsdp":
-        mesh = layout.mesh["dp_replicate", "dp_shard"]
     options = dict(mesh=mesh, mp_policy=policy)
     for unit in units:
         # With pp the weights stay gathered from forward to backward, or
