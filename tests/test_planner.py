@@ -758,3 +758,34 @@ def test_a_fused_stack_runs_the_compute_faster_by_its_fitted_speedup():
     )
     with pytest.raises(ValueError, match="training.stack"):
         run(LAYOUT, job={**JOB, "stack": "megatron"})
+
+
+def test_zb_h1_idles_as_qi_et_al_say_and_holds_1f1b_peak():
+    """ZB-H1 (Qi et al. 2023, section 2.1) idles (p - 1)(F + B - 2W)
+    per device against 1F1B's (p - 1)(F + B), B the whole backward
+    pass and W its weight half: a third when B = 2F and W = F, a
+    little more where attention and element-wise kernels have no W.
+    It keeps p micro-batches on every stage, 1F1B's peak on the
+    first."""
+    from snippets.planner.cost import Links, layer_seconds, layer_shape
+    from snippets.planner.layouts import check_layout
+
+    model = MODELS["gpt3-175b"]
+    nodes = cluster("a100-80gb", 48)
+    training = {"global_batch_tokens": 96 * 2048, "micro_batch": 1}
+    base = {"dp": 4, "tp": 8, "pp": 12, "zero": 1, "recompute": "none"}
+    r = {
+        s: evaluate_layout(model, nodes, training, {**base, "schedule": s})
+        for s in ("1f1b", "zb-h1")
+    }
+    job = check_layout(base, model, nodes, training)
+    one = layer_seconds(
+        job, FIT, layer_shape(job.model), Links.of(job.cluster, FIT)
+    )
+    f, b = one.forward + one.tp_forward, one.backward + one.tp_backward
+    share = (f + b - 2 * one.weight_grad) / (f + b)
+    bubble = {s: x["step_s"]["bubble"] for s, x in r.items()}
+    assert bubble["zb-h1"] == pytest.approx(share * bubble["1f1b"])
+    assert 1 / 3 < share < 0.5
+    gb = {s: x["memory_per_gpu_GB"]["total"] for s, x in r.items()}
+    assert gb["1f1b"] <= gb["zb-h1"] < 1.05 * gb["1f1b"]

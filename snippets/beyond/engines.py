@@ -57,7 +57,13 @@ def torchtitan(job):
             "tensor_parallel_degree": lay.tp,
             "enable_sequence_parallel": bool(lay.sequence_parallel),
             "pipeline_parallel_degree": lay.pp,
-            "pipeline_parallel_schedule": TITAN_SCHEDULES[lay.schedule],
+            "pipeline_parallel_schedule": TITAN_SCHEDULES[
+                choice(
+                    "layout.schedule (torchtitan)",
+                    lay.schedule,
+                    TITAN_SCHEDULES,
+                )
+            ],
             "pipeline_parallel_microbatch_size": t.micro_batch,
             "pipeline_parallel_layers_per_stage": per_stage,
             # (the embedding and the output layer take no layer's place)
@@ -116,6 +122,9 @@ def megatron(job):
         f"--seq-length {job.model.seq_len}",
         f"--{t.precision}",
     ]
+    choice(
+        "layout.schedule (Megatron-LM)", lay.schedule, ("1f1b", "interleaved")
+    )
     if lay.schedule == "interleaved":
         per_chunk = job.model.layers // (lay.pp * lay.chunks)
         flags.append(f"--num-layers-per-virtual-pipeline-stage {per_chunk}")

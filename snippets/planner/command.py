@@ -20,6 +20,8 @@ def unrunnable(lay):
         return f"ZeRO-{lay.zero} (the script shards all or nothing)"
     if lay.cp > 1:
         return "context parallelism"
+    if lay.schedule == "zb-h1":
+        return "the ZB-H1 schedule"
     if lay.recompute == "per-op":
         return "per-op selective recomputation (torchtitan's)"
     if lay.embedding_slots:
@@ -157,7 +159,9 @@ def mesh_outline(job):
         split = f"{job.stages[0]} layers per stage"
         if len(set(job.stages)) > 1:
             split = "layers per stage " + ", ".join(map(str, job.stages))
-        schedule = {"gpipe": "GPipe", "1f1b": "1F1B"}.get(lay.schedule)
+        schedule = {"gpipe": "GPipe", "1f1b": "1F1B", "zb-h1": "ZB-H1"}.get(
+            lay.schedule
+        )
         if schedule is None:
             schedule = f"interleaved 1F1B, {lay.chunks} chunks per GPU,"
         lines.append(

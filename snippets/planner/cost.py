@@ -13,6 +13,7 @@ times.
 from dataclasses import dataclass
 
 from snippets.pipeline.bubble import bubble_fraction, megatron_ratio
+from snippets.pipeline.zero_bubble import published_bubble
 from snippets.planner.runs import LINKS
 from snippets.zero.memory import RECIPES, SHARDED
 
@@ -292,6 +293,7 @@ class LayerSeconds:
     tp_backward: float
     gather: float
     reduce: float
+    weight_grad: float  # the backward's W half: the weights' gradients
 
 
 def layer_seconds(job, fit, shape, links):
@@ -358,7 +360,7 @@ def layer_seconds(job, fit, shape, links):
         tp_backward += tp_forward
     gather, reduce = sharded_seconds(job, fit, shape, links)
     return LayerSeconds(
-        compute, backward, tp_forward, tp_backward, gather, reduce
+        compute, backward, tp_forward, tp_backward, gather, reduce, matmuls
     )
 
 
@@ -522,9 +524,18 @@ def step_seconds(job, fit, shape):
     slowest = max(range(lay.pp), key=stage.__getitem__)
     n = job.stages[slowest]
     # The bubble as Megatron-LM measures it: (p - 1)/(v m) of the work.
-    idle = 0.0
+    idle, share = 0.0, 1.0
     if lay.pp > 1:
-        idle = bubble_fraction(lay.pp, micro, lay.schedule, lay.chunks)
+        plain = "1f1b" if lay.schedule == "zb-h1" else lay.schedule
+        idle = bubble_fraction(lay.pp, micro, plain, lay.chunks)
+    if lay.schedule == "zb-h1":
+        # Qi et al. 2023: (p - 1)(F + B - 2W) idle per device, with B the
+        # whole backward pass and W its weight half, against 1F1B's
+        # (p - 1)(F + B) (snippets/pipeline/zero_bubble.py)
+        f, b = one.forward + one.tp_forward, one.backward + one.tp_backward
+        times = (f, b, one.weight_grad)
+        share = published_bubble(lay.pp, "zb1p", *times)
+        share /= published_bubble(lay.pp, "1f1b", *times)
     last_head = head if slowest == lay.pp - 1 else 0.0
     tail, optimizer = data_parallel_seconds(job, fit, shape, links, one)
     parts = {
@@ -534,7 +545,7 @@ def step_seconds(job, fit, shape):
         # under a pipeline, the stage's reduce-scatters at the end
         "data_parallel": n * (sharded + last) + first + tail,
         "pipeline_sends": micro * send,
-        "bubble": megatron_ratio(idle) * micro * stage[slowest],
+        "bubble": share * megatron_ratio(idle) * micro * stage[slowest],
         "optimizer": optimizer,
     }
     parts["total"] = sum(parts.values())
@@ -660,6 +671,8 @@ def in_flight(job, i):
     pp, v = lay.pp, lay.chunks
     if lay.schedule == "gpipe":
         return micro
+    if lay.schedule == "zb-h1":  # W passes held back: pp on every stage
+        return min(pp, micro)
     if v == 1:  # 1F1B: stage i holds pp - i micro-batches
         return min(pp - i, micro)
     # interleaved: more warm-up, counted in chunks of 1/v

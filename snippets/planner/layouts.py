@@ -27,7 +27,11 @@ ZERO = (0, 1, 2, 3, "hsdp")
 # core; "per-op": torchtitan's policy, every second matrix multiply and
 # every element-wise kernel (snippets/planner/cost.py, op_kept_bytes).
 RECOMPUTE = ("none", "selective", "per-op", "full")
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
+# "zb-h1": Qi et al. 2023's ZB-H1, 1F1B with each backward split into
+# its input half (B) and its weight half (W), the W passes moved into
+# the bubble (torch 2.13's ScheduleInterleavedZeroBubble, one stage a
+# rank).
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
 # When ZeRO-2, ZeRO-3 and HSDP reduce the gradients under accumulation:
 # once, in the last micro-batch ("deferred": FSDP2's
 # set_requires_gradient_sync(False) before it, as the course's script
@@ -291,7 +295,7 @@ def schedules(stage_slots, pp, micro):
     with each chunk count that divides every stage's layers."""
     if pp == 1:
         return [("1f1b", 1)]
-    found = [("1f1b", 1)]
+    found = [("1f1b", 1), ("zb-h1", 1)]
     if micro % max(1, micro // pp) == 0:
         for v in range(2, MAX_CHUNKS + 1):
             if all(n % v == 0 for n in stage_slots):
@@ -429,6 +433,8 @@ def name(layout):
     words += [f"tp {layout['tp']}", f"pp {layout['pp']}", sharding]
     if layout.get("schedule") == "interleaved":
         words.append(f"interleaved x{layout['chunks']}")
+    if layout.get("schedule") == "zb-h1":
+        words.append("ZB-H1")
     if layout.get("embedding_slots"):
         words.append("embedding slots")
     kept = layout.get("reshard_after_forward") is False
