@@ -21,7 +21,11 @@ def unrunnable(lay):
     if lay.cp > 1:
         return "context parallelism"
     if lay.schedule == "zb-h1":
-        return "the ZB-H1 schedule"
+        return (
+            "the ZB-H1 schedule (torch.pipelining's "
+            "ScheduleInterleavedZeroBubble with one stage per rank; the "
+            "script's interleaved-zb holds two chunks or more)"
+        )
     if lay.recompute == "per-op":
         return "per-op selective recomputation (torchtitan's)"
     if lay.embedding_slots:
