@@ -481,6 +481,28 @@ BAD = [
     (["--recompute=some"], "--recompute", "'none', 'full'"),
     (["--accum-sync=some"], "--accum-sync", "'last', 'every'"),
     (["--pp=2", "--accum-sync=every"], "--accum-sync every", "without --pp"),
+    (["--experts=-1"], "--experts", ">= 0"),
+    (["--top-k=2"], "--top-k", "--experts > 0 only"),
+    (["--capacity-factor=2"], "--capacity-factor", "--experts > 0 only"),
+    (["--ep=2"], "--ep", "--experts > 0 only"),
+    (["--experts=4", "--top-k=5"], "--top-k", "<= --experts (4)"),
+    (["--experts=4", "--top-k=0"], "--top-k", ">= 1"),
+    (["--experts=4", "--capacity-factor=0"], "--capacity-factor", "> 0"),
+    (["--experts=6", "--ep=4"], "--ep (4)", "--ep that fit: 1, 2"),
+    (["--experts=8", "--ep=8"], "--ep (8)", "data-parallel size (4)"),
+    (["--experts=4", "--ep=0"], "--ep", ">= 1"),
+    (["--experts=4", "--tp=2"], "--experts with --tp", "drop --tp"),
+    (["--experts=4", "--cp=2"], "--experts with --cp", "drop --cp"),
+    (
+        ["--experts=4", "--pp=2", "--pp-schedule=zbv", "--n-layers=4"],
+        "--pp-schedule zbv",
+        "gpipe, 1f1b",
+    ),
+    (
+        ["--experts=4", "--ep=2", "--strategy=hsdp", "--shard-size=2"],
+        "--ep > 1",
+        "ddp or fsdp",
+    ),
     (
         [
             "--pp=2",

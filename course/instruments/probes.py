@@ -14,9 +14,13 @@ course/instruments/train.py:
   attention work each of its steps does (`RingCount`);
 - `--trace`: the collectives tensor parallelism issues, per block and
   in the first step (a TorchDispatchMode, as CommDebugMode counts
-  them), and with `--pp` every forward and backward of every
+  them), the all-to-alls of expert parallelism in the first step, and
+  with `--pp` every forward and backward of every
   micro-batch on every stage, with the micro-batches whose activations
   each stage holds (saved-tensor hooks).
+
+With --experts, always: what each MoE layer's router sent to each
+expert in the first step, and what the experts kept (their counts).
 """
 
 import hashlib
@@ -35,6 +39,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from course.instruments import activations
+from snippets.torchrun.experts import MoE
 from snippets.torchrun.model import build_model, loss_fn, step_rows
 from snippets.torchrun.parallel import tensor_parallel
 from snippets.torchrun.train import Watch
@@ -277,6 +282,7 @@ COLLECTIVES = {
     "all_gather_into_tensor": "all_gather",
     "reduce_scatter_tensor": "reduce_scatter",
     "all_reduce": "all_reduce",
+    "all_to_all_single": "all_to_all",
 }
 
 
@@ -490,7 +496,8 @@ class Probes(Watch):
         model = build_model(cfg.model, cfg.seed)
         self.params = sum(p.numel() for p in model.parameters())
         self.found = {}
-        if check and dist.get_rank() == 0:
+        # activation_terms.py predicts the dense MLP's activations only
+        if check and dist.get_rank() == 0 and not cfg.model.experts:
             self.found["activations"] = activations.record(
                 model, cfg, device, mixed
             )
@@ -516,13 +523,28 @@ class Probes(Watch):
 
     def step(self, step):
         """With --trace and tp > 1, the first step runs under CommBytes:
-        every collective DTensor issues in it, in the blocks or not."""
+        every collective DTensor issues in it, in the blocks or not;
+        with --ep > 1, the all-to-alls of the MoE layers."""
         self.steps.append(step)
-        if not (self.trace and self.cfg.tp > 1) or "tp_step" in self.found:
+        if len(self.steps) == 1:
+            for moe in self.layers().values():  # the first step only
+                moe.counts = None
+        key = "tp_step" if self.cfg.tp > 1 else "ep_step"
+        if not self.trace or key in self.found:
+            return nullcontext()
+        if self.cfg.tp == 1 and self.cfg.ep == 1:
             return nullcontext()
         comms = CommBytes()
-        self.found["tp_step"] = comms.calls
+        self.found[key] = comms.calls
         return comms
+
+    def layers(self):
+        """This rank's MoE layers, by their name in the whole model."""
+        return {
+            name.replace("module.", "", 1): m
+            for name, m in self.built.model.named_modules()
+            if isinstance(m, MoE)
+        }
 
     def micro(self, step, micro):
         if micro:  # what the micro-batches before this one left
@@ -540,6 +562,9 @@ class Probes(Watch):
         """The gradients the step ends with; and --check, on the first
         step: before the optimizer changes it."""
         self.note_grads(step)
+        if self.cfg.model.experts and len(self.steps) == 1:
+            found = {n: m.counts.tolist() for n, m in self.layers().items()}
+            self.found["routing"] = gather(found)  # rank: layer: counts
         if self.check and step == 1:
             self.found["grad_check"] = check_gradients(
                 self.built.model,

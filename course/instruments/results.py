@@ -121,6 +121,26 @@ THREE_D_DDP = parity(
     "--recompute=full",
     "--check",
 )
+# Mixture of experts: top-2 of 4 experts in every block, on the parity
+# runs' batches. Expert parallelism over 2 ranks at three capacity
+# factors; pp 2 x dp 4 with ep 2 on 8 ranks; one process beside them.
+EXPERTS = flags(experts=4, top_k=2)
+CAPACITY_FACTORS = (1.0, 1.25, 2.0)
+
+
+def moe(dp, capacity_factor, *layout):
+    return parity(
+        dp, *EXPERTS, f"--capacity-factor={capacity_factor}", *layout
+    )
+
+
+EP_RUNS = tuple(
+    moe(2, cf, "--ep=2", "--check", "--trace") for cf in CAPACITY_FACTORS
+)
+EP_PIPELINES = tuple(
+    moe(4, 1.0, "--ep=2", "--pp=2", f"--strategy={s}", "--check")
+    for s in ("fsdp", "ddp")
+)
 MICROBATCHES = {2: (2, 4, 8), 4: (4, 8, 16)}  # m for p = 2 and p = 4
 TIMELINES = {
     p: [timeline(p, s, m) for s in ("gpipe", "1f1b") for m in ms]
@@ -178,6 +198,9 @@ LAUNCHES = {
     "ranks8": ("sweep", 8, (THREE_D, THREE_D_DDP)),
     "zerobubble2": ("sweep", 2, (*ZB_TIMELINES, *ZB_PARITY)),
     "context4": ("sweep", 4, CONTEXT),
+    "experts1": ("train", 1, moe(1, 1.0, "--check")),
+    "experts2": ("sweep", 2, EP_RUNS),
+    "experts8": ("sweep", 8, EP_PIPELINES),
     "collectives2": ("collectives", 2, ()),
     "collectives4": ("collectives", 4, ()),
 }

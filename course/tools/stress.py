@@ -6,12 +6,13 @@
 Each launch is `torchrun --standalone` on the CPU (gloo) with a tiny
 model, three steps, `--check` and a checkpoint every step, for each
 layout: DDP and FSDP on 2 ranks, pp 2 x tp 2 on 4, dp 2 x pp 2 x tp 2
-on 8, pp 2 under the ZBV schedule on 2, and context parallelism: dp 2 x
-cp 2 on 4, dp 2 x tp 2 x cp 2 on 8. A launch passes when torchrun exits
-0 and every rank printed its "clean exit" line, the last thing train.py
-prints before the process ends. A rank that dies at exit (SIGABRT)
-fails the first test, one that hangs fails on the time limit. The exit
-status is 1 if any launch failed.
+on 8, pp 2 under the ZBV schedule on 2, context parallelism: dp 2 x
+cp 2 on 4, dp 2 x tp 2 x cp 2 on 8, and mixtures of experts with expert
+parallelism: dp 2 x ep 2 on 2 ranks, pp 2 x dp 4 x ep 2 on 8. A launch
+passes when torchrun exits 0 and every rank printed its "clean exit"
+line, the last thing train.py prints before the process ends. A rank
+that dies at exit (SIGABRT) fails the first test, one that hangs fails
+on the time limit. The exit status is 1 if any launch failed.
 """
 
 import argparse
@@ -46,6 +47,11 @@ LAYOUTS = {
     "pp2-zbv": (2, ("--pp=2", "--pp-schedule=zbv", "--n-layers=4")),
     "dp2-cp2": (4, ("--cp=2", "--strategy=fsdp")),
     "dp2-tp2-cp2": (8, ("--cp=2", "--tp=2", "--strategy=fsdp")),
+    "dp2-ep2": (2, ("--strategy=fsdp", "--experts=4", "--ep=2")),
+    "pp2-dp4-ep2": (
+        8,
+        ("--pp=2", "--strategy=fsdp", "--experts=4", "--ep=2"),
+    ),
 }
 
 

@@ -67,6 +67,8 @@ class Measured:
     timeline: list | None = None
     peak_in_flight: list[int] | None = None
     ring: list[dict] | None = None  # one per rank, with --cp
+    ep_step: list | None = None  # the all-to-alls of the first step
+    routing: list | None = None  # per rank: layer -> (routed, kept)
 
     @classmethod
     def from_dict(cls, d):
@@ -236,7 +238,8 @@ def summary(r):
     """What train.py prints at the end of a run, rank 0: the prediction
     beside each figure where the run is data parallelism alone."""
     c, x = r.config, r.measured
-    pure = c.tp == c.pp == 1
+    # the lesson's DP models hold every weight on every rank
+    pure = c.tp == c.pp == c.ep == 1
     m = predict(r) if pure else None
     lines = [
         f"{c.strategy}, tp {c.tp}, pp {c.pp}: {r.params:,} parameters, "
@@ -351,7 +354,7 @@ def write(runs, json_path=None):
     if (
         len(runs) > 1
         and len(alike) == 1
-        and all(r.config.tp == r.config.pp == 1 for r in runs)
+        and all(r.config.tp == r.config.pp == r.config.ep == 1 for r in runs)
     ):
         print(table(*runs), flush=True)
         for problem in problems(runs):

@@ -8,6 +8,7 @@ before any process group exists.
 """
 
 import argparse
+import math
 import os
 from dataclasses import MISSING, dataclass, field, fields
 
@@ -35,6 +36,15 @@ class ModelConfig:
     n_heads: int = option(4, "attention heads", minimum=1)
     n_layers: int = option(4, "transformer blocks", minimum=1)
     d_ff: int = option(1024, "MLP hidden size", minimum=1)
+    experts: int = option(
+        0, "experts per MLP, a mixture of experts; 0: one dense MLP", minimum=0
+    )
+    top_k: int = option(
+        2, "experts each token visits, with --experts", minimum=1
+    )
+    capacity_factor: float = option(
+        1.25, "seats per expert over the mean load, with --experts", minimum=0
+    )
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,9 @@ class TrainConfig:
         None,
         "model chunks per pipeline rank; interleaved(-zb), zbv: 2",
         minimum=1,
+    )
+    ep: int = option(
+        1, "expert-parallel ranks, carved out of dp, with --experts", minimum=1
     )
     recompute: str = option(
         "none", "activation checkpointing per block", choices=RECOMPUTE
@@ -163,6 +176,7 @@ def parser():
     p.set_defaults(
         accum_steps=None, strategy=None, pp_schedule=None, cp_balance=None
     )
+    p.set_defaults(top_k=None, capacity_factor=None)
     return p
 
 
@@ -318,6 +332,55 @@ def _pipeline(args):
     return schedule, m, chunks
 
 
+def _experts(args, dp):
+    """(top-k, capacity factor), once the experts fit the layout."""
+    e, k, cf, ep = args.experts, args.top_k, args.capacity_factor, args.ep
+    if not e:
+        for flag, given in (
+            ("--top-k", k is not None),
+            ("--capacity-factor", cf is not None),
+            ("--ep", ep > 1),
+        ):
+            if given:
+                raise ConfigError(f"{flag} applies to --experts > 0 only")
+        return 2, 1.25
+    k = 2 if k is None else k
+    if k > e:
+        raise ConfigError(
+            f"--top-k ({k}) must be <= --experts ({e}): a token visits "
+            "distinct experts"
+        )
+    if e % ep or dp % ep:
+        raise ConfigError(
+            f"--ep ({ep}) must divide --experts ({e}) and the data-parallel "
+            f"size ({dp}): each of the ep ranks holds experts / ep experts "
+            f"and the groups are cut out of dp; --ep that fit: "
+            f"{divisors(math.gcd(e, dp))}"
+        )
+    if args.tp > 1:
+        raise ConfigError(
+            f"--experts with --tp ({args.tp}) is not built: an MoE layer "
+            "runs whole on each rank; drop --tp or --experts"
+        )
+    if args.cp > 1:
+        raise ConfigError(
+            f"--experts with --cp ({args.cp}) is not built: the experts' "
+            "capacity is counted per whole sequence; drop --cp or --experts"
+        )
+    if args.pp_schedule in ("interleaved-zb", "zbv"):
+        raise ConfigError(
+            f"--experts with --pp-schedule {args.pp_schedule} is not built:"
+            " its split backward is untested with the all-to-alls; use "
+            "gpipe, 1f1b or interleaved"
+        )
+    if ep > 1 and args.strategy == "hsdp":
+        raise ConfigError(
+            "--ep > 1 takes --strategy ddp or fsdp: the experts' own "
+            "data-parallel groups are not split for HSDP"
+        )
+    return k, 1.25 if cf is None else cf
+
+
 def build(args, world_size, env=None):
     """TrainConfig from parsed flags; ConfigError names a bad one."""
     env = os.environ if env is None else env
@@ -328,6 +391,7 @@ def build(args, world_size, env=None):
         )
     dp = _layout(args, world_size)
     schedule, m, chunks = _pipeline(args)
+    top_k, capacity_factor = _experts(args, dp)
     accum = args.accum_steps
     if args.pp > 1 and accum not in (None, 1):
         raise ConfigError(
@@ -383,6 +447,8 @@ def build(args, world_size, env=None):
         "pp_schedule": schedule,
         "pp_microbatches": m,
         "pp_chunks": chunks,
+        "top_k": top_k,
+        "capacity_factor": capacity_factor,
     }
     model = ModelConfig(
         **{f.name: values[f.name] for f in fields(ModelConfig)}

@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from snippets.torchrun.experts import MoE, feed_forward
+
 
 # --8<-- [start:model]
 class Embed(nn.Module):
@@ -48,18 +50,15 @@ class Attention(nn.Module):
 
 
 class Block(nn.Module):
-    """Pre-norm block: causal self-attention, then an MLP."""
+    """Pre-norm block: causal self-attention, then an MLP, or with
+    --experts a mixture of experts (experts.py)."""
 
     def __init__(self, cfg):
         super().__init__()
         self.norm1 = nn.LayerNorm(cfg.d_model)
         self.attn = Attention(cfg)
         self.norm2 = nn.LayerNorm(cfg.d_model)
-        self.mlp = nn.Sequential(
-            nn.Linear(cfg.d_model, cfg.d_ff),
-            nn.GELU(),
-            nn.Linear(cfg.d_ff, cfg.d_model),
-        )
+        self.mlp = MoE(cfg) if cfg.experts else feed_forward(cfg)
 
     def forward(self, x):
         x = x + self.attn(self.norm1(x))

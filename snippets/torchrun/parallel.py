@@ -39,6 +39,7 @@ from torch.distributed.tensor.parallel import (
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from snippets.torchrun import context
+from snippets.torchrun.experts import expert_parallel
 from snippets.torchrun.model import loss_fn, part
 
 
@@ -55,6 +56,9 @@ class Layout:
     loss_rank: int  # the pp rank that holds the last stage
     cp: int = 1
     cp_rank: int = 0
+    ep: int = 1
+    # (dp / ep, ep, pp, tp), for the experts' groups: with --ep > 1 only
+    expert_mesh: object = None
 
     @property
     def first(self):
@@ -68,7 +72,8 @@ class Layout:
         dims = dict(
             zip(self.mesh.mesh_dim_names, self.mesh.shape, strict=True)
         )
-        return " x ".join(f"{name} {n}" for name, n in dims.items())
+        shape = " x ".join(f"{name} {n}" for name, n in dims.items())
+        return shape + (f" (ep {self.ep} of dp)" if self.ep > 1 else "")
 
 
 # --8<-- [start:mesh]
@@ -86,6 +91,13 @@ def device_mesh(cfg, device):
     else:
         shape, names = (dp, cfg.pp, cfg.tp), ("dp", "pp", "tp")
     mesh = init_device_mesh(device.type, shape, mesh_dim_names=names)
+    experts = None
+    if cfg.ep > 1:  # dp split as (dp / ep, ep): ep neighbours, then copies
+        experts = init_device_mesh(
+            device.type,
+            (dp // cfg.ep, cfg.ep, cfg.pp, cfg.tp),
+            mesh_dim_names=("edp", "ep", "pp", "tp"),
+        )
     rank = dist.get_rank()  # mesh ranks are numbered row-major
     return Layout(
         mesh=mesh,
@@ -97,6 +109,8 @@ def device_mesh(cfg, device):
         loss_rank=0 if cfg.pp_schedule == "zbv" else cfg.pp - 1,
         cp=cfg.cp,
         cp_rank=rank // cfg.tp % cfg.cp,
+        ep=cfg.ep,
+        expert_mesh=experts,
     )
 
 
@@ -174,19 +188,32 @@ def split_the_ends(model, tp_mesh):
 
 
 # --8<-- [start:wrap]
-def data_parallel(roots, units, cfg, layout, device, mixed):
+def data_parallel(roots, units, cfg, layout, device, mixed, experts=()):
     """DDP: one replica per rank. FSDP2: shard each unit, then the roots
     (the model, or each pipeline stage's part of it). HSDP: shard within
     groups of `shard_size` ranks, replicate across. With tp or pp, DDP
     is FSDP2's replicate(): DistributedDataParallel cannot hold the
-    DTensor weights of tensor parallelism."""
-    if cfg.strategy == "ddp" and cfg.tp == cfg.pp == 1:
+    DTensor weights of tensor parallelism. With --ep, each layer's
+    `experts` are wrapped first, over their copies only (edp); their
+    gradients, which the combine all-to-all already summed over the ep
+    ranks, are divided by the whole dp size."""
+    if cfg.strategy == "ddp" and cfg.tp == cfg.pp == cfg.ep == 1:
         ids = [device.index] if device.type == "cuda" else None
         return [DDP(roots[0], device_ids=ids)]
     policy = MixedPrecisionPolicy(
         param_dtype=torch.bfloat16 if mixed else None,
         reduce_dtype=torch.float32 if mixed else None,
     )
+    wrap = replicate if cfg.strategy == "ddp" else fully_shard
+    for held in experts if cfg.ep > 1 else ():
+        edp = layout.expert_mesh["edp"]
+        wrap(held, mesh=edp, mp_policy=policy)
+        held.set_gradient_divide_factor(layout.dp)
+        if cfg.strategy == "fsdp" and edp.size() > 1:
+            # sum, then divide: gloo has no pre-multiplied sum. (On one
+            # rank, and for replicate(), FSDP2 divides without a sum;
+            # forcing the sum there would divide twice.)
+            held.set_force_sum_reduction_for_comms(True)
     if cfg.strategy == "hsdp":
         mesh = layout.mesh["dp_replicate", "dp_shard"]
     elif cfg.cp > 1:  # other tokens of the same sequences: to the
@@ -246,16 +273,19 @@ def parallelize(model, cfg, layout, device, mixed, loss=loss_fn):
     if cfg.tp > 1:
         split_the_ends(held, layout.mesh["tp"])
     ring = context.attach(held, cfg, layout, device) if cfg.cp > 1 else None
+    experts = expert_parallel(held, cfg, layout)
     chunks = [
         part(held, blocks(s), first=s == 0, last=s == p * v - 1) for s in mine
     ]
     units = [held.embed, *held.blocks.values(), held.head]
     units = tuple(unit for unit in units if unit is not None)
     if p == 1:
-        [wrapped] = data_parallel([held], units, cfg, layout, device, mixed)
+        [wrapped] = data_parallel(
+            [held], units, cfg, layout, device, mixed, experts
+        )
         return Parallel(layout, wrapped, units, ring=ring)
     # Each stage's part is a root: FSDP2 starts its work there.
-    data_parallel(chunks, units, cfg, layout, device, mixed)
+    data_parallel(chunks, units, cfg, layout, device, mixed, experts)
     group = layout.mesh["pp"].get_group()
     stages = tuple(
         PipelineStage(chunk, s, p * v, device, group=group)

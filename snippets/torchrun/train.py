@@ -113,6 +113,7 @@ def train(cfg, device, mixed, watch=None):
     watch = watch or Watch()
     layout = device_mesh(cfg, device)
     model = build_model(cfg.model, cfg.seed)
+    params = sum(p.numel() for p in model.parameters())  # all of them
     built = parallelize(model, cfg, layout, device, mixed, watch.loss(loss_fn))
     optimizer = torch.optim.Adam(built.model.parameters(), lr=cfg.lr)
     watch.attach(built, optimizer)
@@ -127,7 +128,6 @@ def train(cfg, device, mixed, watch=None):
             log(f"step {start} was the last one (--steps): nothing to do")
     micro = max(cfg.accum_steps, cfg.pp_microbatches)
     tokens = layout.dp * cfg.micro_batch * micro * cfg.model.seq_len
-    params = sum(p.numel() for p in model.parameters())
     log(
         f"{layout.describe()} on {dist.get_world_size()} rank(s), "
         f"{device.type}, {'bf16' if mixed else 'fp32'}; "
