@@ -156,7 +156,8 @@ class MoE(nn.Module):
 
     def count(self, chosen, kept):
         """Add this pass's assignments to `counts`: (routed, kept) per
-        expert, before and after the capacity."""
+        expert, before and after the capacity. A forward pass that
+        --recompute full runs again in the backward counts again."""
         experts = chosen.flatten()
         found = torch.stack(
             [
