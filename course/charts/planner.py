@@ -1,6 +1,8 @@
 """figure("planner") on the planner page: every layout the planner tried
 for Llama 3 70B on 64 H100s, memory against throughput (plan_layouts)."""
 
+import math
+
 from course.charts._svg import INK, PALETTE, figure_html, new_figure, style
 from snippets.planner.layouts import plan_layouts
 from snippets.planner.model import MODELS, cluster
@@ -23,18 +25,19 @@ def draw():
             (fit, PALETTE[0], "o", f"fits ({len(fit)})"),
             (over, PALETTE[1], "x", f"does not fit ({len(over)})"),
         ):
-            # layouts that land on the same spot are drawn once
+            # layouts closer than a marker's width are drawn once: a
+            # hundredth of a decade of memory, a thousand tokens/s
             spots = sorted(
                 {
                     (
-                        round(r["memory_per_gpu_GB"]["total"], 0),
+                        round(math.log10(r["memory_per_gpu_GB"]["total"]), 2),
                         round(r["tokens_per_s"] / 1000, 0),
                     )
                     for r in rows
                 }
             )
             ax.plot(
-                [gb for gb, _ in spots],
+                [10**log for log, _ in spots],
                 [k for _, k in spots],
                 marker,
                 color=color,
