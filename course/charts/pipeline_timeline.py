@@ -69,6 +69,18 @@ def bars(ax, slots, numbers, ranks=P, colors=COLORS):
     ax.set_xlim(0, max(s.end for s in slots))
 
 
+def titles(top, bottom, name, lab, real):
+    """A lab/measured pair's titles, each with its idle share, and the
+    measured one's time axis."""
+    for ax, what, slots in ((top, "the lab", lab), (bottom, "measured", real)):
+        ax.set_title(
+            f"{name}, {what}: idle {idle_fraction(slots):.1%}",
+            loc="left",
+            fontsize=10,
+        )
+    bottom.set_xlabel("milliseconds")
+
+
 def draw():
     rows = []
     for schedule in LABELS:
@@ -83,19 +95,8 @@ def draw():
             # numbers where the order is the point: 1F1B's interleaving
             bars(model, lab, numbers=schedule == "1f1b")
             bars(real, slots, numbers=False)
-            name = LABELS[schedule]
-            model.set_title(
-                f"{name}, the lab: idle {idle_fraction(lab):.1%}",
-                loc="left",
-                fontsize=10,
-            )
-            real.set_title(
-                f"{name}, measured: idle {idle_fraction(slots):.1%}",
-                loc="left",
-                fontsize=10,
-            )
+            titles(model, real, LABELS[schedule], lab, slots)
             model.set_xlabel("time (a forward takes 1, a backward 2)")
-            real.set_xlabel("milliseconds")
         axes[0].legend(
             handles=[
                 Patch(color=COLORS["F"], label="forward"),

@@ -6,7 +6,7 @@ zerobubble2.json), each under the lab's timeline of the same schedule."""
 from matplotlib.patches import Patch
 
 from course.charts._svg import figure_html, new_figure, style
-from course.charts.pipeline_timeline import bars
+from course.charts.pipeline_timeline import bars, titles
 from course.charts.zero_bubble import COLORS
 from course.instruments import results
 from snippets.measured import timelines
@@ -47,19 +47,8 @@ def draw():
             top, bottom = axes[2 * i], axes[2 * i + 1]
             bars(top, model, False, ranks=P, colors=COLORS)
             bars(bottom, real, False, ranks=P, colors=COLORS)
-            name = LABELS[schedule]
-            top.set_title(
-                f"{name}, the lab: idle {idle_fraction(model):.1%}",
-                loc="left",
-                fontsize=10,
-            )
-            bottom.set_title(
-                f"{name}, measured: idle {idle_fraction(real):.1%}",
-                loc="left",
-                fontsize=10,
-            )
+            titles(top, bottom, LABELS[schedule], model, real)
             top.set_xlabel("time (F, B and W 1 each; a chunk's half)")
-            bottom.set_xlabel("milliseconds")
         axes[0].legend(
             handles=[
                 Patch(color=COLORS["F"], label="F forward"),
