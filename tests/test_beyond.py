@@ -104,7 +104,7 @@ def test_pytorchjob_has_a_pod_per_node(job):
         "snippets.torchrun.train",
     ]
     limits = container["resources"]["limits"]
-    assert limits["nvidia.com/gpu"] == job.cluster.gpus_per_node
+    assert limits["nvidia.com/gpu"] == str(job.cluster.gpus_per_node)
 
 
 def test_flags_and_toml_say_the_same(job):

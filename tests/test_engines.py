@@ -1,14 +1,18 @@
 """The planned layouts in the engines themselves (`make test-engines`,
 which installs the engines group first): torchtitan's ConfigManager
-parses the settings, DeepSpeed's DeepSpeedConfig loads the JSON, and
-Ray Train trains the course's script on 2 CPU workers and prints what
-the page shows. Megatron-LM's flags are parsed by its repository's
-training scripts, which need Transformer Engine: not checked here."""
+parses the settings, DeepSpeed's DeepSpeedConfig loads the JSON,
+Kubeflow's training SDK reads the PyTorchJob, and Ray Train trains the
+course's script on 2 CPU workers and prints what the page shows.
+Megatron-LM's flags are parsed by its repository's training scripts
+(megatron/training/arguments.py), which the megatron-core wheel does
+not ship: not checked here."""
 
+import json
 import subprocess
 import sys
 
 import pytest
+import yaml
 
 from course import ROOT
 from snippets.beyond import engines
@@ -83,6 +87,68 @@ def test_deepspeed_refuses_an_unknown_key(deepspeed_config):
     config["zero_optimization"]["stages"] = 2
     with pytest.raises(ValueError, match="stages"):
         deepspeed_config(config, job.layout.dp)
+
+
+class Body:
+    """What the Kubeflow SDK's ApiClient.deserialize reads: a response
+    whose data is the manifest as JSON."""
+
+    def __init__(self, manifest):
+        self.data = json.dumps(manifest)
+
+
+def kubeflow_roundtrip(manifest):
+    """The manifest read into the Kubeflow training SDK's PyTorchJob
+    model, which refuses a missing required field or a wrong type, and
+    written back: a key the model does not have is dropped, so it shows
+    as a difference."""
+    from kubeflow.training import ApiClient
+
+    api = ApiClient()
+    model = api.deserialize(Body(manifest), "KubeflowOrgV1PyTorchJob")
+    return model, api.sanitize_for_serialization(model)
+
+
+@pytest.mark.parametrize("preset, nodes", PRESETS)
+def test_kubeflow_reads_the_pytorchjob(preset, nodes):
+    job, _ = engines.planned(engines.torchtitan, preset, nodes)
+    text = engines.pytorchjob(job, "img:1", flags=["--strategy=fsdp"])
+    manifest = yaml.safe_load(text)
+    model, back = kubeflow_roundtrip(manifest)
+    assert back == manifest
+    worker = model.spec.pytorch_replica_specs["Worker"]
+    assert worker.replicas == model.spec.elastic_policy.max_replicas == nodes
+    assert model.spec.nproc_per_node == str(job.cluster.gpus_per_node)
+
+
+@pytest.fixture
+def manifest():
+    job, _ = engines.planned(engines.torchtitan, "llama3-8b", 1)
+    return yaml.safe_load(engines.pytorchjob(job, "img:1"))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda spec: spec.pop("runPolicy"), "`run_policy`, must not be"),
+        (
+            lambda spec: spec["elasticPolicy"].update(minReplicas="eight"),
+            "invalid literal for int",
+        ),
+    ],
+    ids=["missing", "wrong-type"],
+)
+def test_kubeflow_refuses_a_broken_pytorchjob(manifest, change, message):
+    change(manifest["spec"])
+    with pytest.raises(ValueError, match=message):
+        kubeflow_roundtrip(manifest)
+
+
+def test_kubeflow_drops_an_unknown_key(manifest):
+    manifest["spec"]["nprocPerNodes"] = "8"
+    _, back = kubeflow_roundtrip(manifest)
+    assert "nprocPerNodes" not in back["spec"]
+    assert back != manifest
 
 
 def test_ray_train_runs_the_script_and_prints_the_record():

@@ -176,7 +176,8 @@ srun torchrun \\
 # --8<-- [start:pytorchjob]
 def pytorchjob(job, image, module="snippets.torchrun.train", flags=()):
     """A Kubeflow PyTorchJob: one pod per node, each a torchrun agent;
-    the operator sets the rendezvous (PET_*) variables."""
+    the operator sets the rendezvous (PET_*) variables. Kubernetes
+    reads quantities as strings, so the GPU count is one."""
     c = job.cluster
     command = ["torchrun", "-m", module, *flags]
     return f"""apiVersion: kubeflow.org/v1
@@ -189,6 +190,8 @@ spec:
     minReplicas: {c.nodes}
     maxReplicas: {c.nodes}
   nprocPerNode: "{c.gpus_per_node}"
+  runPolicy:
+    cleanPodPolicy: None  # the pods, and their logs, stay after the job
   pytorchReplicaSpecs:
     Worker:
       replicas: {c.nodes}
@@ -200,7 +203,7 @@ spec:
               command: {json.dumps(command)}
               resources:
                 limits:
-                  nvidia.com/gpu: {c.gpus_per_node}
+                  nvidia.com/gpu: "{c.gpus_per_node}"
 """
 
 
