@@ -13,10 +13,14 @@ import pytest
 
 from course import ROOT
 from snippets.activations.memory import activation_bytes_per_layer
+from snippets.context.cost import overlap_crossover_tokens
 from snippets.planner import runs
 from snippets.planner.cost import (
     FIT,
+    Links,
+    layer_seconds,
     layer_shape,
+    ring_attention_seconds,
     ring_s,
     stage_layers,
     stored_bytes,
@@ -24,6 +28,8 @@ from snippets.planner.cost import (
 from snippets.planner.layouts import (
     Layout,
     candidate_layouts,
+    check_layout,
+    context_sizes,
     evaluate_layout,
     model_flops_per_token,
     plan_layouts,
@@ -329,7 +335,70 @@ def test_context_parallelism_splits_each_sequence():
         > (one["step_s"]["tensor_context_parallel"])
     )
     sizes = {j.layout.cp for j in candidate_layouts(model, H100x8, job)}
-    assert sizes == {1, 2, 4, 8, 16}  # at least 4,096 tokens per GPU
+    assert sizes == set(context_sizes(model, H100x8))
+
+
+@pytest.mark.parametrize(
+    ("model", "least"),
+    [
+        (L70, 4096),  # 8 KV heads: the crossover is lower
+        (MODELS["gpt3-175b"], None),  # 96 KV heads: the crossover rules
+    ],
+)
+def test_context_sizes_stop_where_the_ring_stops_hiding(model, least):
+    """cp doubles while s/cp tokens per GPU stay at or above 4,096 and
+    the crossover of snippets/context/cost.py, at the fit's attention
+    rate and the network's GB/s per GPU (NDR: 50 x 46/50 = 46)."""
+    m = check_model({**model, "seq_len": 262144})
+    rate = 989 * FIT.attention_share
+    cross = overlap_crossover_tokens(m.hidden, m.heads, m.kv_heads, rate, 46)
+    assert (cross < 4096) == (least == 4096)
+    least = max(cross, 4096)
+    sizes = context_sizes(m, H100x8)
+    assert sizes[0] == 1 and all(262144 / cp >= least for cp in sizes)
+    assert 262144 / (2 * sizes[-1]) < least
+    assert len(sizes) > 3
+
+
+def _ring(seq_len, cp, nodes):
+    model = {**L70, "seq_len": seq_len}
+    layout = {"dp": 8 * nodes // cp, "tp": 1, "pp": 1, "cp": cp}
+    layout |= {"zero": 3, "recompute": "none"}
+    job = {"global_batch_tokens": 8 * nodes * seq_len, "micro_batch": 1}
+    j = check_layout(layout, model, cluster("h100-80gb", nodes), job)
+    links = Links.of(j.cluster, FIT)
+    one = layer_seconds(j, FIT, layer_shape(j.model), links)
+    return ring_attention_seconds(j, FIT, links), one, links
+
+
+@pytest.mark.parametrize(
+    ("seq_len", "cp", "nodes", "above"),
+    [(65536, 8, 1, True), (8192, 16, 2, False)],
+)
+def test_the_ring_hides_its_transfers_above_the_crossover_only(
+    seq_len, cp, nodes, above
+):
+    """Each of the cp - 1 steps sends a K/V block (2 x 2 bytes x s/cp x
+    1,024 values), over NVLink at 370 GB/s inside a node, over the
+    network at 46 GB/s per GPU across two; behind a step's attention
+    (1/cp of the rank's) it hides as overlap says. Above the crossover
+    the whole transfer is behind attention; below, only the step's
+    attention worth of it."""
+    (forward, backward), one, links = _ring(seq_len, cp, nodes)
+    GBps, hop = (links.nvlink, 3.4) if nodes == 1 else (links.network, 9.6)
+    transfer = 2 * 2 * seq_len / cp * 1024 / (GBps * 1e9)
+    window = 4 * seq_len * 8192 * (seq_len / cp) * 0.5 / cp
+    window /= 989e12 * FIT.attention_share
+    assert (window >= transfer) == above
+    hidden = FIT.overlap * min(transfer, window)
+    assert forward == pytest.approx(
+        (cp - 1) * (hop * 1e-6 + transfer - hidden)
+    )
+    hidden = FIT.overlap * min(2 * transfer, 2.5 * window)
+    assert backward == pytest.approx(
+        (cp - 1) * (hop * 1e-6 + 2 * transfer - hidden)
+    )
+    assert one.tp_forward == pytest.approx(forward)
 
 
 def test_a_ring_pays_nccls_latency_per_step():

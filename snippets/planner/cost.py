@@ -12,6 +12,7 @@ times.
 # --8<-- [start:model]
 from dataclasses import dataclass
 
+from snippets.context.cost import overlap_crossover_tokens
 from snippets.pipeline.bubble import bubble_fraction, megatron_ratio
 from snippets.pipeline.zero_bubble import published_bubble
 from snippets.planner.runs import LINKS
@@ -100,13 +101,13 @@ def gathered_bytes(training):
 # The fit's result on the measured runs (snippets/planner/fit.py); a
 # test checks that these are what the fit returns.
 FIT = Fit(
-    a100_gemm_share=0.474,
+    a100_gemm_share=0.473,
     h100_gemm_share=0.571,
-    attention_share=0.218,
-    hbm_passes=0.875,
-    fused_speedup=1.29,
-    fp8_speedup=1.63,
-    overlap=0.592,
+    attention_share=0.216,
+    hbm_passes=0.836,
+    fused_speedup=1.3,
+    fp8_speedup=1.62,
+    overlap=0.59,
 )
 
 
@@ -320,14 +321,11 @@ def layer_seconds(job, fit, shape, links):
     tp_pass = 2 * ring_s(
         "all-reduce", 2 * tokens * h, tp, links.group(1, tp), fit
     )
-    # Context parallelism, per pass: the keys and values all-gathered
-    # (the backward pass also reduce-scatters their gradients).
-    kv = 2 * 2 * tokens * cp * m.kv_heads * (h // m.heads) / tp
-    cp_pass = ring_s("all-gather", kv, cp, links.group(tp, cp), fit)
     stack = stack_speedup(t, fit)
     matmuls, attention, elementwise = (
         x / stack for x in (matmuls, attention, elementwise)
     )
+    cp_pass, cp_back = ring_attention_seconds(job, fit, links)
     compute = matmuls + attention + elementwise
     # Backward: twice the forward's work, but a flash kernel computes
     # the scores again (five products to the forward's two); full
@@ -339,7 +337,7 @@ def layer_seconds(job, fit, shape, links):
             exposed(tp_pass, matmuls, fit),
             exposed(tp_pass, 2 * matmuls, fit),
         )
-    tp_forward, tp_backward = tp_pass + cp_pass, tp_back + 2 * cp_pass
+    tp_forward, tp_backward = tp_pass + cp_pass, tp_back + cp_back
     if lay.recompute == "full":
         backward += compute
         tp_backward += tp_forward
@@ -362,6 +360,43 @@ def layer_seconds(job, fit, shape, links):
     return LayerSeconds(
         compute, backward, tp_forward, tp_backward, gather, reduce, matmuls
     )
+
+
+def ring_attention_seconds(job, fit, links):
+    """(forward, backward) seconds of context parallelism's ring that
+    attention does not hide, for one layer and micro-batch.
+
+    In each of the cp - 1 steps a rank sends its neighbour a block of
+    keys and values (2 b (s/cp) h_kv values, over tp) while it runs
+    attention on the block it holds: with zig-zag balance, 1/cp of its
+    attention. That hides the transfer when the rank's s/cp tokens
+    reach overlap_crossover_tokens (snippets/context/cost.py) at the
+    fitted attention rate: attention grows with their square, the
+    transfer with their number, so a step's attention is its transfer
+    times s/cp over that crossover. Below it, the rest of each transfer
+    is exposed. The backward pass sends the blocks again with their
+    gradients, twice the bytes, behind the backward's attention (2.5
+    times the forward's with a flash kernel, which computes the scores
+    again). Llama 3 all-gathers the blocks instead: the same bytes
+    (cp_bytes_per_layer), costed here as the ring's."""
+    m, c, t, lay = job.model, job.cluster, job.training, job.layout
+    cp = lay.cp
+    if cp == 1:
+        return 0.0, 0.0
+    flash = t.flash_attention
+    GBps, nodes = links.group(lay.tp, cp)
+    block = 2 * 2 * t.micro_batch * m.seq_len / cp * m.kv_width / lay.tp
+    latency = (NETWORK_HOP_US if nodes > 1 else NVLINK_HOP_US) * 1e-6
+    transfer = block / (GBps * 1e9)
+    rate = c.peak_TFLOPs * fit.attention_share * stack_speedup(t, fit)
+    crossover = overlap_crossover_tokens(
+        m.hidden, m.heads, m.kv_heads, rate, GBps, causal=flash
+    )
+    window = transfer * (m.seq_len / cp) / crossover  # attention/cp
+    back = 2.5 if flash else 2.0
+    forward = latency + exposed(transfer, window, fit)
+    backward = latency + exposed(2 * transfer, back * window, fit)
+    return (cp - 1) * forward, (cp - 1) * backward
 
 
 def gemm_share(c, fit):

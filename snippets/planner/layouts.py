@@ -270,7 +270,8 @@ def _result(job, fit, flops=None):
 
 
 # --8<-- [start:search]
-from snippets.planner.cost import FIT  # noqa: E402
+from snippets.context.cost import overlap_crossover_tokens  # noqa: E402
+from snippets.planner.cost import FIT, Links  # noqa: E402
 
 
 def divisors(n):
@@ -303,15 +304,27 @@ def schedules(stage_slots, pp, micro):
     return found
 
 
-def context_sizes(seq_len):
+# The fewest tokens of a sequence that a published run leaves on a GPU
+# under context parallelism: NeMo's Llama 3.1 405B, CP 2 at 8K.
+LEAST_CP_TOKENS = 4096
+
+
+def context_sizes(model, cluster, fit=FIT):
     """Context-parallel sizes worth trying: the sequence split in two,
-    four, ... while each GPU keeps at least 4,096 of its tokens (NeMo
-    runs Llama 3.1 405B with CP 2 at 8K). Below that, a chunk's
-    attention no longer outlasts the transfer of its keys and values,
-    and tensor parallelism and recomputation shrink the activations for
-    less communication."""
+    four, ... while each GPU keeps LEAST_CP_TOKENS of it, and enough
+    for a ring step's attention to outlast the transfer of its keys
+    and values (overlap_crossover_tokens, snippets/context/cost.py) at
+    the fit's attention rate and the slower of NVLink and the network,
+    wherever the ring's GPUs sit. Past that, each halving of the tokens
+    halves a step's attention but not its transfer."""
+    m, c = check_model(model), check_cluster(cluster)
+    links = Links.of(c, fit)
+    rate = c.peak_TFLOPs * fit.attention_share
+    slow = min(links.nvlink, links.network)
+    least = overlap_crossover_tokens(m.hidden, m.heads, m.kv_heads, rate, slow)
+    least = max(least, LEAST_CP_TOKENS)
     sizes, cp = [1], 2
-    while seq_len % cp == 0 and seq_len // cp >= 4096:
+    while m.seq_len % cp == 0 and m.seq_len // cp >= least:
         sizes.append(cp)
         cp *= 2
     return sizes
@@ -331,7 +344,7 @@ def check_only(only):
     return only
 
 
-def candidate_layouts(model, cluster, training, only=None):
+def candidate_layouts(model, cluster, training, only=None, fit=FIT):
     """Every layout the checks accept, as a Job: tp inside a node, cp
     for long sequences, pp with even or Llama-style stages and each
     schedule, dp the rest, each ZeRO stage and recomputation; with
@@ -346,7 +359,7 @@ def candidate_layouts(model, cluster, training, only=None):
     for tp in divisors(g):
         if m.heads % tp or m.kv_heads % tp:
             continue
-        for cp in context_sizes(m.seq_len):
+        for cp in context_sizes(m, c, fit):
             if (c.gpus // tp) % cp:
                 continue
             for pp in divisors(c.gpus // (tp * cp)):
@@ -467,7 +480,8 @@ def plan_layouts(model, cluster, training, fit=FIT, only=None):
     t = check_training(training)
     flops = model_flops_per_token(m)
     results = rank(
-        _result(job, fit, flops) for job in candidate_layouts(m, c, t, only)
+        _result(job, fit, flops)
+        for job in candidate_layouts(m, c, t, only, fit)
     )
     if not results:
         raise ValueError(
