@@ -11,6 +11,7 @@ from snippets.accumulation.batch import effective_batch
 from snippets.accumulation.tokens import NORMALISE, accumulate, big_batch
 from tests import lab_inputs as inputs
 from tests.lab_inputs import PROFILE, REL, small_count
+from tests.lab_rows import row
 
 
 def test_effective_batch_of_the_pages():
@@ -123,32 +124,23 @@ MICRO_BATCHES = inputs.Kind(
 FINITE = inputs.Kind([*inputs.NOT_FINITE, *inputs.NOT_A_NUMBER])
 
 BAD_INPUT = [
-    (
-        "effective_batch",
+    row(
         effective_batch,
         {"micro_batch": 2, "accum_steps": 16, "world_size": 8},
-        {
-            "micro_batch": inputs.COUNT,
-            "accum_steps": inputs.COUNT,
-            "world_size": inputs.COUNT,
-            "seq_len": inputs.OPTIONAL_COUNT,
-        },
+        seq_len=inputs.OPTIONAL_COUNT,
     ),
-    (
-        "big_batch",
+    row(
         big_batch,
         {"micro_batches": [SHORT, LONG], "weight": 0.5},
-        {"micro_batches": MICRO_BATCHES, "weight": FINITE},
+        micro_batches=MICRO_BATCHES,
+        weight=FINITE,
     ),
-    (
-        "accumulate",
+    row(
         accumulate,
         {"micro_batches": [SHORT, LONG], "weight": 0.5},
-        {
-            "micro_batches": MICRO_BATCHES,
-            "weight": FINITE,
-            "normalise": inputs.choice(NORMALISE),
-        },
+        micro_batches=MICRO_BATCHES,
+        weight=FINITE,
+        normalise=inputs.choice(NORMALISE),
     ),
 ]
 

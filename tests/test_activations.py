@@ -14,6 +14,7 @@ from snippets.activations.memory import (
 )
 from snippets.walls.walls import state_GB
 from tests import lab_inputs as inputs
+from tests.lab_rows import row
 
 # GPT-3 175B's layer (h = 12288, a = 96, s = 2048), as the paper uses it,
 # with its tensor-parallel size of 8.
@@ -198,60 +199,34 @@ def test_heads_must_split_evenly():
 
 
 BAD_INPUT = [
-    (
-        "activation_bytes_per_layer",
+    row(
         activation_bytes_per_layer,
         {**SEVEN_B, "tp": 8},
-        {
-            "seq_len": inputs.COUNT,
-            "micro_batch": inputs.COUNT,
-            "hidden": inputs.COUNT,
-            "heads": inputs.COUNT,
-            "tp": inputs.COUNT,
-            "sequence_parallel": inputs.FLAG,
-            "recompute": inputs.choice(RECOMPUTE),
-            "flash_attention": inputs.FLAG,
-            # None: the paper's GPT layer (every head its own keys and
-            # values, an MLP of 4h); 5 does not divide the 32 heads
-            "kv_heads": inputs.Kind(
-                [*inputs.OPTIONAL_COUNT.bad, (5, ValueError)]
-            ),
-            "ffn": inputs.OPTIONAL_COUNT,
-            "gated": inputs.FLAG,
-            "dropout": inputs.FLAG,
-        },
+        heads=inputs.COUNT,
+        sequence_parallel=inputs.FLAG,
+        recompute=inputs.choice(RECOMPUTE),
+        # None: the paper's GPT layer (every head its own keys and
+        # values, an MLP of 4h); 5 does not divide the 32 heads
+        kv_heads=inputs.Kind([*inputs.OPTIONAL_COUNT.bad, (5, ValueError)]),
+        ffn=inputs.OPTIONAL_COUNT,
+        gated=inputs.FLAG,
+        dropout=inputs.FLAG,
     ),
-    (
-        "activation_bytes_per_gpu",
+    row(
         activation_bytes_per_gpu,
         {"layers": 32, "stages": 4, "microbatches": 8, **SEVEN_B},
-        {
-            "layers": inputs.COUNT,
-            "stages": inputs.COUNT,
-            "microbatches": inputs.COUNT,
-            "schedule": inputs.choice(SCHEDULES),
-            "rebuilt_layer": inputs.FLAG,
-            "full_every": inputs.OPTIONAL_COUNT,
-            # **layer, passed on to activation_bytes_per_layer
-            "hidden": inputs.COUNT,
-            "recompute": inputs.choice(RECOMPUTE),
-        },
+        schedule=inputs.choice(SCHEDULES),
+        rebuilt_layer=inputs.FLAG,
+        full_every=inputs.OPTIONAL_COUNT,
+        # **layer, passed on to activation_bytes_per_layer
+        hidden=inputs.COUNT,
+        recompute=inputs.choice(RECOMPUTE),
     ),
 ]
 
 
 BAD_INPUT += [
-    (
-        "logit_bytes",
-        logit_bytes,
-        {"seq_len": 4096, "micro_batch": 1, "vocab": 128_256},
-        {
-            "seq_len": inputs.COUNT,
-            "micro_batch": inputs.COUNT,
-            "vocab": inputs.COUNT,
-            "tp": inputs.COUNT,
-        },
-    ),
+    row(logit_bytes, {"seq_len": 4096, "micro_batch": 1, "vocab": 128_256}),
 ]
 
 

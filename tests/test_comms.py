@@ -27,6 +27,7 @@ from snippets.comms.overlap import MiB, ddp_step_time
 from snippets.ddp.allreduce import allreduce_bytes
 from tests import lab_inputs as inputs
 from tests.lab_inputs import PROFILE, REL, many
+from tests.lab_rows import row
 
 B7 = 7_000_000_000
 F = 989 * 0.40  # TFLOP/s: an H100 at 40% of its dense bf16 peak
@@ -269,8 +270,7 @@ def test_accumulation_scales_compute_only(psi, n, tflops, bw, accum):
 
 
 BAD_INPUT = [
-    (
-        "comms_cost",
+    row(
         comms_cost,
         {
             "params": B7,
@@ -278,19 +278,8 @@ BAD_INPUT = [
             "tflops_per_gpu": 300,
             "interconnect_GBps": 12.5,
         },
-        {
-            "params": inputs.POSITIVE,
-            "world_size": inputs.COUNT,
-            "tflops_per_gpu": inputs.POSITIVE,
-            "interconnect_GBps": inputs.POSITIVE,
-            "tokens_per_gpu": inputs.COUNT,
-            "bytes_per_grad": inputs.POSITIVE,
-            "flops_per_token_per_param": inputs.POSITIVE,
-            "accum_steps": inputs.COUNT,
-        },
     ),
-    (
-        "ring_bandwidth_GBps",
+    row(
         ring_bandwidth_GBps,
         {
             "world_size": 64,
@@ -299,46 +288,27 @@ BAD_INPUT = [
             "nics_per_node": 8,
             "nic_GBps": 50,
         },
-        {
-            "world_size": inputs.COUNT,
-            "gpus_per_node": inputs.COUNT,
-            "nvlink_GBps": inputs.POSITIVE,
-            "nics_per_node": inputs.COUNT,
-            "nic_GBps": inputs.POSITIVE,
-            # a divisor of gpus_per_node, at most world_size; None: flat
-            "per_node": inputs.Kind(
-                [
-                    *[c for c in inputs.COUNT.bad if c[0] is not None],
-                    (3, ValueError),
-                    (16, ValueError),
-                ]
-            ),
-        },
+        # a divisor of gpus_per_node, at most world_size; None: flat
+        per_node=inputs.Kind(
+            [
+                *inputs.OPTIONAL_COUNT.bad,
+                (3, ValueError),
+                (16, ValueError),
+            ]
+        ),
     ),
-    (
-        "ring_latency_s",
+    row(
         ring_latency_s,
         {"kind": "all_gather", "world_size": 1024, "per_node": 8},
-        {
-            "kind": inputs.choice(COLLECTIVES),
-            "world_size": inputs.Kind([(1, ValueError), *inputs.COUNT.bad]),
-            "per_node": inputs.COUNT,
-        },
+        kind=inputs.choice(COLLECTIVES),
+        world_size=inputs.Kind([(1, ValueError), *inputs.COUNT.bad]),
+        per_node=inputs.COUNT,
     ),
-    (
-        "crossover_tokens_per_gpu",
+    row(
         crossover_tokens_per_gpu,
         {"tflops_per_gpu": F, "interconnect_GBps": 50, "world_size": 64},
-        {
-            "tflops_per_gpu": inputs.POSITIVE,
-            "interconnect_GBps": inputs.POSITIVE,
-            "world_size": inputs.COUNT,
-            "bytes_per_grad": inputs.POSITIVE,
-            "flops_per_token_per_param": inputs.POSITIVE,
-        },
     ),
-    (
-        "ddp_step_time",
+    row(
         ddp_step_time,
         {
             "params": B7,
@@ -346,17 +316,9 @@ BAD_INPUT = [
             "tflops_per_gpu": F,
             "interconnect_GBps": 50,
         },
-        {
-            "params": inputs.POSITIVE,
-            "world_size": inputs.COUNT,
-            "tflops_per_gpu": inputs.POSITIVE,
-            "interconnect_GBps": inputs.POSITIVE,
-            "tokens_per_gpu": inputs.COUNT,
-            "bytes_per_grad": inputs.POSITIVE,
-            "bucket_MB": inputs.POSITIVE,
-            "backward_share": inputs.POSITIVE,
-            "embedding_params": inputs.NON_NEGATIVE,
-        },
+        bucket_MB=inputs.POSITIVE,
+        backward_share=inputs.POSITIVE,
+        embedding_params=inputs.NON_NEGATIVE,
     ),
 ]
 
@@ -431,14 +393,12 @@ POINTS = inputs.Kind(
     ]
 )
 BAD_INPUT += [
-    (
-        "ring_terms",
+    row(
         ring_terms,
         {"kind": "all_reduce", "ranks": 4},
-        {"kind": inputs.choice(COLLECTIVES), "ranks": inputs.COUNT},
+        kind=inputs.choice(COLLECTIVES),
     ),
-    (
-        "ring_seconds",
+    row(
         ring_seconds,
         {
             "kind": "all_gather",
@@ -447,27 +407,17 @@ BAD_INPUT += [
             "alpha": 0,
             "beta": 0,
         },
-        {
-            "kind": inputs.choice(COLLECTIVES),
-            "ranks": inputs.COUNT,
-            "size": inputs.POSITIVE,
-            "alpha": inputs.NON_NEGATIVE,
-            "beta": inputs.NON_NEGATIVE,
-        },
+        kind=inputs.choice(COLLECTIVES),
+        alpha=inputs.NON_NEGATIVE,
+        beta=inputs.NON_NEGATIVE,
     ),
-    (
-        "busbw_GBps",
+    row(
         busbw_GBps,
         {"kind": "reduce_scatter", "ranks": 4, "size": 1024, "seconds": 1e-3},
-        {
-            "kind": inputs.choice(COLLECTIVES),
-            "ranks": inputs.COUNT,
-            "size": inputs.POSITIVE,
-            "seconds": inputs.POSITIVE,
-        },
+        kind=inputs.choice(COLLECTIVES),
+        seconds=inputs.POSITIVE,
     ),
-    (
-        "fit",
+    row(
         fit,
         {
             "points": [
@@ -475,17 +425,13 @@ BAD_INPUT += [
                 ("all_reduce", 2, 2**20, 1e-2),
             ]
         },
-        {"points": POINTS},
+        points=POINTS,
     ),
-    (
-        "latency_bound_below",
+    row(
         latency_bound_below,
         {"ranks": 4, "alpha": 1e-5, "beta": 1e-9},
-        {
-            "ranks": inputs.COUNT,
-            "alpha": inputs.POSITIVE,
-            "beta": inputs.POSITIVE,
-        },
+        alpha=inputs.POSITIVE,
+        beta=inputs.POSITIVE,
     ),
 ]
 

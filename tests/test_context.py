@@ -27,6 +27,7 @@ from snippets.context.cost import (
 from snippets.context.ladder import choose_cp
 from snippets.context.ring import attention, ring_attention
 from tests import lab_inputs as inputs
+from tests.lab_rows import row
 
 F = 989 * 0.40  # TFLOP/s: an H100 at 40% of its dense bf16 peak
 
@@ -242,71 +243,49 @@ RANK = inputs.Kind(
 SEQ = inputs.Kind([*inputs.COUNT.bad, (12, ValueError), (9, ValueError)])
 SCORE_ARGS = {"seq_len": 64, "ranks": 4, "layout": "zigzag"}
 COST_KINDS = {
-    "micro_batch": inputs.COUNT,
     "seq_len": inputs.Kind([*inputs.COUNT.bad, (8191, ValueError)]),
     "hidden": inputs.Kind([*inputs.COUNT.bad, (4095, ValueError)]),
     "heads": inputs.Kind([*inputs.COUNT.bad, (33, ValueError)]),
     "kv_heads": inputs.Kind([*inputs.COUNT.bad, (5, ValueError)]),
     "cp": inputs.Kind([*inputs.COUNT.bad, (3, ValueError)]),
-    "bytes_per_value": inputs.POSITIVE,
 }
 BAD_INPUT = [
-    (
-        "rank_chunks",
+    row(
         rank_chunks,
         {"rank": 1, "ranks": 4, "layout": "zigzag"},
-        {"rank": RANK, "ranks": inputs.COUNT, "layout": LAYOUT},
+        rank=RANK,
+        layout=LAYOUT,
     ),
-    (
-        "ring_step_scores",
-        ring_step_scores,
-        SCORE_ARGS,
-        {"seq_len": SEQ, "ranks": inputs.COUNT, "layout": LAYOUT},
-    ),
-    (
-        "ring_efficiency",
-        ring_efficiency,
-        SCORE_ARGS,
-        {"seq_len": SEQ, "ranks": inputs.COUNT, "layout": LAYOUT},
-    ),
-    (
-        "attention",
+    row(ring_step_scores, SCORE_ARGS, seq_len=SEQ, layout=LAYOUT),
+    row(ring_efficiency, SCORE_ARGS, seq_len=SEQ, layout=LAYOUT),
+    row(
         attention,
         dict(zip("qkv", QKV, strict=True)),
-        {"q": MATRIX, "k": MATRIX, "v": MATRIX, "causal": inputs.FLAG},
+        q=MATRIX,
+        k=MATRIX,
+        v=MATRIX,
     ),
-    (
-        "ring_attention",
+    row(
         ring_attention,
         {**dict(zip("qkv", QKV, strict=True)), "ranks": 2},
-        {
-            "q": MATRIX,
-            "k": MATRIX,
-            "v": MATRIX,
-            "ranks": inputs.Kind([*inputs.COUNT.bad, (3, ValueError)]),
-            "causal": inputs.FLAG,
-            "layout": LAYOUT,
-        },
+        q=MATRIX,
+        k=MATRIX,
+        v=MATRIX,
+        ranks=inputs.Kind([*inputs.COUNT.bad, (3, ValueError)]),
+        layout=LAYOUT,
     ),
-    (
-        "cp_bytes_per_layer",
+    row(
         cp_bytes_per_layer,
         {"scheme": "ulysses", **SHAPE, "cp": 4},
-        {"scheme": inputs.choice(SCHEMES), **COST_KINDS},
+        scheme=inputs.choice(SCHEMES),
+        **COST_KINDS,
     ),
-    (
-        "ring_step_seconds",
+    row(
         ring_step_seconds,
         {**SHAPE, "cp": 4, "tflops_per_gpu": F, "link_GBps": 50},
-        {
-            **COST_KINDS,
-            "tflops_per_gpu": inputs.POSITIVE,
-            "link_GBps": inputs.POSITIVE,
-            "causal": inputs.FLAG,
-        },
+        **COST_KINDS,
     ),
-    (
-        "overlap_crossover_tokens",
+    row(
         overlap_crossover_tokens,
         {
             "hidden": 4096,
@@ -315,18 +294,11 @@ BAD_INPUT = [
             "tflops_per_gpu": F,
             "link_GBps": 50,
         },
-        {
-            "hidden": COST_KINDS["hidden"],
-            "heads": COST_KINDS["heads"],
-            "kv_heads": COST_KINDS["kv_heads"],
-            "tflops_per_gpu": inputs.POSITIVE,
-            "link_GBps": inputs.POSITIVE,
-            "causal": inputs.FLAG,
-            "bytes_per_value": inputs.POSITIVE,
-        },
+        hidden=COST_KINDS["hidden"],
+        heads=COST_KINDS["heads"],
+        kv_heads=COST_KINDS["kv_heads"],
     ),
-    (
-        "choose_cp",
+    row(
         choose_cp,
         {
             "seq_len": 131072,
@@ -337,17 +309,10 @@ BAD_INPUT = [
             "tflops_per_gpu": F,
             "link_GBps": 50,
         },
-        {
-            "seq_len": inputs.COUNT,
-            "hidden": COST_KINDS["hidden"],
-            "heads": COST_KINDS["heads"],
-            "kv_heads": COST_KINDS["kv_heads"],
-            "max_tokens_per_rank": inputs.Kind(
-                [*inputs.COUNT.bad, (1, ValueError)]
-            ),
-            "tflops_per_gpu": inputs.POSITIVE,
-            "link_GBps": inputs.POSITIVE,
-        },
+        hidden=COST_KINDS["hidden"],
+        heads=COST_KINDS["heads"],
+        kv_heads=COST_KINDS["kv_heads"],
+        max_tokens_per_rank=inputs.Kind([*inputs.COUNT.bad, (1, ValueError)]),
     ),
 ]
 

@@ -13,6 +13,7 @@ from tests.lab_inputs import (
     params,
     world,
 )
+from tests.lab_rows import row
 
 B7 = 7_000_000_000
 
@@ -98,16 +99,7 @@ def test_allreduce_factor_below_two_and_rising(psi, b, n):
 
 
 BAD_INPUT = [
-    (
-        "allreduce_bytes",
-        allreduce_bytes,
-        {"params": B7, "bytes_per_grad": 2, "world_size": 8},
-        {
-            "params": inputs.POSITIVE,
-            "bytes_per_grad": inputs.POSITIVE,
-            "world_size": inputs.COUNT,
-        },
-    ),
+    row(allreduce_bytes, {"params": B7, "bytes_per_grad": 2, "world_size": 8}),
 ]
 
 

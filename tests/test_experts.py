@@ -20,6 +20,7 @@ from snippets.experts.routing import (
     synthetic_router,
 )
 from tests import lab_inputs as inputs
+from tests.lab_rows import row
 
 
 @pytest.mark.parametrize("skew", [0.0, 1.0, 3.0])
@@ -179,35 +180,27 @@ SCORES = inputs.Kind(
     ]
 )
 BAD_INPUT = [
-    (
-        "synthetic_router",
+    row(
         synthetic_router,
         {"tokens": 16, "experts": 4},
-        {
-            "tokens": inputs.COUNT,
-            "experts": inputs.COUNT,
-            "seed": inputs.Kind([c for c in inputs.COUNT.bad if c[0] != 0]),
-            "skew": inputs.NON_NEGATIVE,
-        },
+        experts=inputs.COUNT,
+        seed=inputs.Kind([c for c in inputs.COUNT.bad if c[0] != 0]),
+        skew=inputs.NON_NEGATIVE,
     ),
-    (
-        "route",
+    row(
         route,
         {"probs": PROBS, "top_k": 2, "capacity_factor": 1.25},
-        {
-            "probs": PROB_ROWS,
-            "top_k": inputs.Kind([*inputs.COUNT.bad, (5, ValueError)]),
-            "capacity_factor": inputs.POSITIVE,
-        },
+        probs=PROB_ROWS,
+        top_k=inputs.Kind([*inputs.COUNT.bad, (5, ValueError)]),
+        capacity_factor=inputs.POSITIVE,
     ),
-    (
-        "load_balancing_loss",
+    row(
         load_balancing_loss,
         {"probs": PROBS},
-        {"probs": PROB_ROWS, "alpha": inputs.POSITIVE},
+        probs=PROB_ROWS,
+        alpha=inputs.POSITIVE,
     ),
-    (
-        "moe_alltoall_bytes",
+    row(
         moe_alltoall_bytes,
         {
             "micro_batch": 1,
@@ -216,66 +209,47 @@ BAD_INPUT = [
             "top_k": 2,
             "ep": 8,
         },
-        {
-            "micro_batch": inputs.COUNT,
-            "seq_len": inputs.COUNT,
-            "hidden": inputs.COUNT,
-            "top_k": inputs.COUNT,
-            "ep": inputs.COUNT,
-            "bytes_per_value": inputs.POSITIVE,
-        },
+        top_k=inputs.COUNT,
+        ep=inputs.COUNT,
     ),
-    (
-        "ep_layout",
+    row(
         ep_layout,
         {"world_size": 64, "ep": 8, "experts": 64},
-        {
-            "world_size": inputs.Kind([*inputs.COUNT.bad, (60, ValueError)]),
-            "ep": inputs.Kind([*inputs.COUNT.bad, (3, ValueError)]),
-            "experts": inputs.Kind([*inputs.COUNT.bad, (12, ValueError)]),
-        },
+        world_size=inputs.Kind([*inputs.COUNT.bad, (60, ValueError)]),
+        ep=inputs.Kind([*inputs.COUNT.bad, (3, ValueError)]),
+        experts=inputs.Kind([*inputs.COUNT.bad, (12, ValueError)]),
     ),
-    (
-        "node_limited_topk",
+    row(
         node_limited_topk,
         {"scores": [0.1] * 256, "top_k": 8, "nodes": 8, "max_nodes": 4},
-        {
-            "scores": SCORES,
-            "top_k": inputs.Kind([*inputs.COUNT.bad, (129, ValueError)]),
-            "nodes": inputs.Kind([*inputs.COUNT.bad, (3, ValueError)]),
-            "max_nodes": inputs.Kind([*inputs.COUNT.bad, (9, ValueError)]),
-        },
+        scores=SCORES,
+        top_k=inputs.Kind([*inputs.COUNT.bad, (129, ValueError)]),
+        nodes=inputs.Kind([*inputs.COUNT.bad, (3, ValueError)]),
+        max_nodes=inputs.Kind([*inputs.COUNT.bad, (9, ValueError)]),
     ),
-    (
-        "nodes_per_token",
+    row(
         nodes_per_token,
         {"tokens": 4, "experts": 256, "top_k": 8, "nodes": 8, "max_nodes": 4},
-        {
-            "tokens": inputs.COUNT,
-            "experts": inputs.Kind([*inputs.COUNT.bad, (100, ValueError)]),
-            "top_k": inputs.Kind([*inputs.COUNT.bad, (129, ValueError)]),
-            "nodes": inputs.Kind([*inputs.COUNT.bad, (3, ValueError)]),
-            "max_nodes": inputs.Kind([*inputs.COUNT.bad, (9, ValueError)]),
-            "seed": inputs.Kind([c for c in inputs.COUNT.bad if c[0] != 0]),
-        },
+        experts=inputs.Kind([*inputs.COUNT.bad, (100, ValueError)]),
+        top_k=inputs.Kind([*inputs.COUNT.bad, (129, ValueError)]),
+        nodes=inputs.Kind([*inputs.COUNT.bad, (3, ValueError)]),
+        max_nodes=inputs.Kind([*inputs.COUNT.bad, (9, ValueError)]),
+        seed=inputs.Kind([c for c in inputs.COUNT.bad if c[0] != 0]),
     ),
-    (
-        "smallest_capacity_factor",
+    row(
         smallest_capacity_factor,
         {"probs": PROBS, "top_k": 2},
-        {
-            "probs": PROB_ROWS,
-            "top_k": inputs.Kind([*inputs.COUNT.bad, (5, ValueError)]),
-            "max_dropped": inputs.Kind(
-                [
-                    (1, ValueError),
-                    (-0.1, ValueError),
-                    *inputs.NOT_FINITE,
-                    *inputs.NOT_A_NUMBER,
-                ]
-            ),
-            "step": inputs.POSITIVE,
-        },
+        probs=PROB_ROWS,
+        top_k=inputs.Kind([*inputs.COUNT.bad, (5, ValueError)]),
+        max_dropped=inputs.Kind(
+            [
+                (1, ValueError),
+                (-0.1, ValueError),
+                *inputs.NOT_FINITE,
+                *inputs.NOT_A_NUMBER,
+            ]
+        ),
+        step=inputs.POSITIVE,
     ),
 ]
 

@@ -15,6 +15,7 @@ from snippets.fp8.scaling import E4M3_MAX, quantize, to_e4m3
 from snippets.fp8.speedup import fp8_speedup, gemm_share_for, mfu
 from tests import lab_inputs as inputs
 from tests.lab_inputs import PROFILE
+from tests.lab_rows import row
 
 # (bf16, FP8) tokens/s per GPU, from torchtitan's own tables.
 MEASURED = {
@@ -148,80 +149,59 @@ SHARE = inputs.Kind(
 )
 SPEEDUP = inputs.Kind([(0.5, ValueError), (1, ValueError), *SHARE.bad[3:]])
 BAD_INPUT = [
-    (
-        "fp8_speedup",
+    row(
         fp8_speedup,
         {"gemm_share": 0.6},
-        {
-            "gemm_share": SHARE,
-            "gemm_speedup": inputs.POSITIVE,
-            "overhead_share": inputs.NON_NEGATIVE,
-        },
+        gemm_share=SHARE,
+        overhead_share=inputs.NON_NEGATIVE,
     ),
-    (
-        "gemm_share_for",
+    row(
         gemm_share_for,
         {"speedup": 1.28},
-        {
-            "speedup": inputs.Kind(
-                [(0.9, ValueError), (2.5, ValueError), *SHARE.bad[3:]]
-            ),
-            "gemm_speedup": SPEEDUP,
-        },
+        speedup=inputs.Kind(
+            [(0.9, ValueError), (2.5, ValueError), *SHARE.bad[3:]]
+        ),
+        gemm_speedup=SPEEDUP,
     ),
-    (
-        "mfu",
+    row(
         mfu,
         {"tokens_per_s": 8532, "flops_per_token": 4.8e10, "peak_tflops": 989},
-        {
-            "tokens_per_s": inputs.POSITIVE,
-            "flops_per_token": inputs.POSITIVE,
-            "peak_tflops": inputs.POSITIVE,
-        },
+        tokens_per_s=inputs.POSITIVE,
+        flops_per_token=inputs.POSITIVE,
     ),
-    (
-        "to_e4m3",
+    row(
         to_e4m3,
         {"x": 1.5},
-        {"x": inputs.Kind([*inputs.NOT_FINITE, *inputs.NOT_A_NUMBER])},
+        x=inputs.Kind([*inputs.NOT_FINITE, *inputs.NOT_A_NUMBER]),
     ),
-    (
-        "quantize",
+    row(
         quantize,
         {"values": [0.5, 2.0, -3.0]},
-        {
-            "values": inputs.Kind(
-                [
-                    ([], TypeError),
-                    (None, TypeError),
-                    ("abc", TypeError),
-                    ([1.0, "x"], TypeError),
-                    ([1.0, math.nan], ValueError),
-                ]
-            ),
-            "block": inputs.Kind(
-                [c for c in inputs.COUNT.bad if c[0] is not None]
-            ),
-        },
+        values=inputs.Kind(
+            [
+                ([], TypeError),
+                (None, TypeError),
+                ("abc", TypeError),
+                ([1.0, "x"], TypeError),
+                ([1.0, math.nan], ValueError),
+            ]
+        ),
+        block=inputs.OPTIONAL_COUNT,
     ),
-    (
-        "fp8_step_estimate",
+    row(
         fp8_step_estimate,
         {"profile_ms": {"gemm": 600, "other": 400}},
-        {
-            "profile_ms": inputs.Kind(
-                [
-                    ({}, TypeError),
-                    (None, TypeError),
-                    ({"other": 1}, TypeError),
-                    ({"gemm": -1}, ValueError),
-                    ({"gemm": 0, "other": 0}, ValueError),
-                    ({"gemm": "1"}, TypeError),
-                ]
-            ),
-            "gemm_speedup": inputs.POSITIVE,
-            "cast_overhead": inputs.NON_NEGATIVE,
-        },
+        profile_ms=inputs.Kind(
+            [
+                ({}, TypeError),
+                (None, TypeError),
+                ({"other": 1}, TypeError),
+                ({"gemm": -1}, ValueError),
+                ({"gemm": 0, "other": 0}, ValueError),
+                ({"gemm": "1"}, TypeError),
+            ]
+        ),
+        cast_overhead=inputs.NON_NEGATIVE,
     ),
 ]
 

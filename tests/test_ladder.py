@@ -11,6 +11,7 @@ from snippets.ladder.planner import FLOPS, NVLINK_GBps, plan_at_scale
 from snippets.ladder.split import which_split
 from snippets.strategy.plan import plan, shape_from_params
 from tests import lab_inputs as inputs
+from tests.lab_rows import row
 
 BATCH = 2**22
 F = 989 * 0.40
@@ -169,21 +170,9 @@ def test_the_comms_wall_is_looked_for_below_the_ceiling():
 
 
 BAD_INPUT = [
-    (
-        "plan_at_scale",
+    row(
         plan_at_scale,
         {"params": 10**9, "world_size": 64, "batch_tokens": BATCH},
-        {
-            "params": inputs.POSITIVE,
-            "world_size": inputs.COUNT,
-            "batch_tokens": inputs.COUNT,
-            "nics_per_node": inputs.COUNT,
-            "nic_GBps": inputs.POSITIVE,
-            "gpus_per_node": inputs.COUNT,
-            "gpu_GB": inputs.POSITIVE,
-            "tflops_per_gpu": inputs.POSITIVE,
-            "seq_len": inputs.COUNT,
-        },
     ),
 ]
 

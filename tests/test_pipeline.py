@@ -23,6 +23,7 @@ from snippets.pipeline.tensor import tp_bytes_per_layer, tp_layer_seconds
 from snippets.walls.walls import FLOPS_PER_PARAM_TOKEN
 from tests import lab_inputs as inputs
 from tests.lab_inputs import PROFILE, REL, small_count
+from tests.lab_rows import row
 
 F = 989 * 0.40  # TFLOP/s: an H100 at 40% of its dense bf16 peak
 
@@ -385,52 +386,30 @@ STAGE = inputs.Kind(
 )
 FOUR_STAGES = pipeline_schedule(4, 8)
 BAD_INPUT = [
-    (
-        "bubble_fraction",
+    row(
         bubble_fraction,
         {"stages": 4, "microbatches": 8, "schedule": "interleaved"},
-        {
-            "stages": inputs.COUNT,
-            "microbatches": inputs.COUNT,
-            "schedule": SCHEDULE,
-            "chunks": inputs.COUNT,
-        },
+        schedule=SCHEDULE,
     ),
-    (
-        "pipeline_schedule",
+    row(
         pipeline_schedule,
         {"stages": 4, "microbatches": 8, "schedule": "1f1b"},
-        {
-            "stages": inputs.COUNT,
-            "microbatches": inputs.COUNT,
-            "schedule": SLOT_KIND,
-            "forward": inputs.COUNT,
-            "backward": inputs.COUNT,
-            "chunks": inputs.COUNT,
-        },
+        schedule=SLOT_KIND,
+        backward=inputs.COUNT,
     ),
-    ("idle_fraction", idle_fraction, {"slots": FOUR_STAGES}, {"slots": SLOTS}),
-    (
-        "peak_in_flight",
+    row(idle_fraction, {"slots": FOUR_STAGES}, slots=SLOTS),
+    row(
         peak_in_flight,
         {"slots": FOUR_STAGES, "stage": 0},
-        {"slots": SLOTS, "stage": STAGE},
+        slots=SLOTS,
+        stage=STAGE,
     ),
-    (
-        "tp_bytes_per_layer",
+    row(
         tp_bytes_per_layer,
         {"seq_len": 4096, "micro_batch": 1, "hidden": 4096, "tp": 8},
-        {
-            "seq_len": inputs.COUNT,
-            "micro_batch": inputs.COUNT,
-            "hidden": inputs.COUNT,
-            "tp": inputs.COUNT,
-            "bytes_per_value": inputs.POSITIVE,
-            "recompute": inputs.choice(("none", "full")),
-        },
+        recompute=inputs.choice(("none", "full")),
     ),
-    (
-        "tp_layer_seconds",
+    row(
         tp_layer_seconds,
         {
             "seq_len": 4096,
@@ -440,28 +419,10 @@ BAD_INPUT = [
             "tflops_per_gpu": F,
             "link_GBps": 450,
         },
-        {
-            "seq_len": inputs.COUNT,
-            "micro_batch": inputs.COUNT,
-            "hidden": inputs.COUNT,
-            "tp": inputs.COUNT,
-            "tflops_per_gpu": inputs.POSITIVE,
-            "link_GBps": inputs.POSITIVE,
-            "recompute": inputs.choice(("none", "full")),
-        },
+        recompute=inputs.choice(("none", "full")),
     ),
-    (
-        "megatron_ratio",
-        megatron_ratio,
-        {"fraction": 0.5},
-        {"fraction": FRACTION},
-    ),
-    (
-        "interleaved_rounds",
-        interleaved_rounds,
-        {"stages": 8, "microbatches": 12},
-        {"stages": inputs.COUNT, "microbatches": inputs.COUNT},
-    ),
+    row(megatron_ratio, {"fraction": 0.5}, fraction=FRACTION),
+    row(interleaved_rounds, {"stages": 8, "microbatches": 12}),
 ]
 
 

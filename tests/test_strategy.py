@@ -23,6 +23,7 @@ from tests.lab_inputs import (
     params,
     world,
 )
+from tests.lab_rows import row
 
 B7 = 7_000_000_000
 
@@ -258,14 +259,8 @@ def test_plan_recommends_the_lowest_rung_that_fits(
 
 
 BAD_INPUT = [
-    (
-        "shape_from_params",
-        shape_from_params,
-        {"params": B7},
-        {"params": inputs.POSITIVE},
-    ),
-    (
-        "choose_strategy",
+    row(shape_from_params, {"params": B7}),
+    row(
         choose_strategy,
         {
             "model_fits_one_gpu": True,
@@ -273,52 +268,34 @@ BAD_INPUT = [
             "layer_fits_one_gpu": True,
             "multi_node": False,
         },
-        {
-            "model_fits_one_gpu": inputs.FLAG,
-            "state_fits_one_gpu": inputs.FLAG,
-            "layer_fits_one_gpu": inputs.FLAG,
-            "multi_node": inputs.FLAG,
-        },
+        model_fits_one_gpu=inputs.FLAG,
+        state_fits_one_gpu=inputs.FLAG,
+        layer_fits_one_gpu=inputs.FLAG,
+        multi_node=inputs.FLAG,
     ),
-    (
-        "plan",
+    row(
         plan,
         {"params": B7, "world_size": 8, "gpu_GB": 80, **LLAMA_13B},
-        {
-            "params": inputs.POSITIVE,
-            "world_size": inputs.COUNT,
-            "gpu_GB": inputs.POSITIVE,
-            "usable": inputs.SHARE,
-            "seq_len": inputs.COUNT,
-            "micro_batch": inputs.COUNT,
-            "recompute": inputs.choice(RECOMPUTE),
-            "flash_attention": inputs.FLAG,
-            # given together: None for one of them is its own error
-            "layers": inputs.OPTIONAL_COUNT,
-            "hidden": inputs.OPTIONAL_COUNT,
-            "heads": inputs.OPTIONAL_COUNT,
-            "batch_tokens": inputs.OPTIONAL_COUNT,
-            # **bytes_per_param, passed on to memory_per_gpu
-            "bytes_param": inputs.POSITIVE,
-            "bytes_grad": inputs.POSITIVE,
-            "bytes_optim": inputs.NON_NEGATIVE,
-        },
+        usable=inputs.SHARE,
+        recompute=inputs.choice(RECOMPUTE),
+        # given together: None for one of them is its own error
+        layers=inputs.OPTIONAL_COUNT,
+        hidden=inputs.OPTIONAL_COUNT,
+        heads=inputs.OPTIONAL_COUNT,
+        batch_tokens=inputs.OPTIONAL_COUNT,
+        # **bytes_per_param, passed on to memory_per_gpu
+        bytes_param=inputs.POSITIVE,
+        bytes_grad=inputs.POSITIVE,
+        bytes_optim=inputs.NON_NEGATIVE,
     ),
 ]
 
 
 BAD_INPUT += [
-    (
-        "batch_ceiling",
+    row(
         batch_ceiling,
         {"gpus": 16_384, "batch_tokens": 2**24, "seq_len": 8192},
-        {
-            "gpus": inputs.COUNT,
-            "batch_tokens": inputs.COUNT,
-            "seq_len": inputs.COUNT,
-            "micro_batch": inputs.COUNT,
-            "microbatches": inputs.COUNT,
-        },
+        gpus=inputs.COUNT,
     ),
 ]
 

@@ -11,6 +11,7 @@ from snippets.walls.walls import (
     training_days,
 )
 from tests import lab_inputs as inputs
+from tests.lab_rows import row
 
 B7 = 7_000_000_000
 
@@ -66,14 +67,12 @@ def test_model_share_tends_to_three_quarters():
 
 
 BAD_INPUT = [
-    (
-        "state_GB",
+    row(
         state_GB,
         {"params": B7, "bytes_per_param": 16},
-        {"params": inputs.POSITIVE, "bytes_per_param": inputs.POSITIVE},
+        bytes_per_param=inputs.POSITIVE,
     ),
-    (
-        "training_days",
+    row(
         training_days,
         {
             "params": B7,
@@ -82,39 +81,23 @@ BAD_INPUT = [
             "peak_tflops": 989,
             "mfu": 0.4,
         },
-        {
-            "params": inputs.POSITIVE,
-            "tokens": inputs.POSITIVE,
-            "world_size": inputs.COUNT,
-            "peak_tflops": inputs.POSITIVE,
-            "mfu": inputs.SHARE,
-        },
+        tokens=inputs.POSITIVE,
+        mfu=inputs.SHARE,
     ),
-    (
-        "megatron_model_share",
+    row(
         megatron_model_share,
         {"layers": 24, "hidden": 2304, "seq_len": 2048, "vocab": 51200},
-        {
-            "layers": inputs.COUNT,
-            "hidden": inputs.COUNT,
-            "seq_len": inputs.COUNT,
-            "vocab": inputs.COUNT,
-        },
     ),
 ]
 
 
 BAD_INPUT += [
-    (
-        "flops_per_token",
+    row(
         flops_per_token,
         {"params": B7, "layers": 32, "hidden": 4096, "seq_len": 4096},
-        {
-            "params": inputs.POSITIVE,
-            "layers": inputs.OPTIONAL_COUNT,
-            "hidden": inputs.OPTIONAL_COUNT,
-            "seq_len": inputs.OPTIONAL_COUNT,
-        },
+        layers=inputs.OPTIONAL_COUNT,
+        hidden=inputs.OPTIONAL_COUNT,
+        seq_len=inputs.OPTIONAL_COUNT,
     ),
 ]
 

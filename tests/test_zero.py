@@ -30,6 +30,7 @@ from tests.lab_inputs import (
     params,
     world,
 )
+from tests.lab_rows import row
 
 B7 = 7_000_000_000
 B7_5 = 7_500_000_000
@@ -447,103 +448,64 @@ SYNC = inputs.Kind(
     SYNCS,
 )
 BAD_INPUT = [
-    (
-        "memory_per_gpu",
+    row(
         memory_per_gpu,
         {"strategy": "zero2", "params": B7, "world_size": 8},
-        {
-            "strategy": STRATEGY,
-            "params": inputs.POSITIVE,
-            "world_size": inputs.COUNT,
-            "bytes_param": inputs.POSITIVE,
-            "bytes_grad": inputs.POSITIVE,
-            "bytes_optim": inputs.NON_NEGATIVE,
-            "sync": SYNC,
-        },
+        strategy=STRATEGY,
+        sync=SYNC,
     ),
-    (
-        "comm_bytes",
+    row(
         comm_bytes,
         {"strategy": "zero3", "params": B7, "world_size": 64},
-        {
-            "strategy": STRATEGY,
-            "params": inputs.POSITIVE,
-            "world_size": inputs.COUNT,
-            "bytes_per_value": inputs.POSITIVE,
-            "accum_steps": inputs.COUNT,
-            "sync": SYNC,
-        },
+        strategy=STRATEGY,
+        sync=SYNC,
     ),
-    (
-        "hsdp",
+    row(
         hsdp,
         {"params": B7, "gpus_per_node": 8, "nodes": 8},
-        {
-            "params": inputs.POSITIVE,
-            "gpus_per_node": inputs.COUNT,
-            "nodes": inputs.COUNT,
-            "bytes_per_grad": inputs.POSITIVE,
-            "bytes_reduce": inputs.Kind(
-                [b for b in inputs.POSITIVE.bad if b[0] is not None]
-            ),
-            "accum_steps": inputs.COUNT,
-            "all_reduce": SYNC,
-            # **bytes_per_param, passed on to memory_per_gpu
-            "bytes_param": inputs.POSITIVE,
-            "bytes_optim": inputs.NON_NEGATIVE,
-        },
+        nodes=inputs.COUNT,
+        bytes_reduce=inputs.Kind(
+            [b for b in inputs.POSITIVE.bad if b[0] is not None]
+        ),
+        all_reduce=SYNC,
+        # **bytes_per_param, passed on to memory_per_gpu
+        bytes_param=inputs.POSITIVE,
+        bytes_optim=inputs.NON_NEGATIVE,
     ),
 ]
 
 
 BAD_INPUT += [
-    (
-        "working_set_GB",
+    row(
         working_set_GB,
         {"unit_params": 12 * 4096**2},
-        {
-            "unit_params": inputs.POSITIVE,
-            "prefetch": inputs.Kind(
-                [(c, e) for c, e in inputs.COUNT.bad if c != 0]
-            ),
-            "bytes_gathered": inputs.POSITIVE,
-        },
+        prefetch=inputs.Kind([(c, e) for c, e in inputs.COUNT.bad if c != 0]),
     ),
-    (
-        "fsdp2_peak_GB",
+    row(
         fsdp2_peak_GB,
         {"params": B7, "world_size": 64, "unit_params": 12 * 4096**2},
-        {
-            "params": inputs.POSITIVE,
-            "world_size": inputs.COUNT,
-            "unit_params": inputs.POSITIVE,
-            # True, False, or a divisor of world_size other than 1 and it
-            "reshard_after_forward": inputs.Kind(
-                [
-                    (1, ValueError),
-                    (0, ValueError),
-                    (3, ValueError),
-                    (64, ValueError),
-                    (128, ValueError),
-                    (2.0, TypeError),
-                    ("8", TypeError),
-                    (None, TypeError),
-                ]
-            ),
-            "prefetch": inputs.Kind(
-                [(c, e) for c, e in inputs.COUNT.bad if c != 0]
-            ),
-            "cpu_offload": inputs.FLAG,
-            "bytes_state": inputs.POSITIVE,
-            "bytes_gathered": inputs.POSITIVE,
-        },
+        # True, False, or a divisor of world_size other than 1 and it
+        reshard_after_forward=inputs.Kind(
+            [
+                (1, ValueError),
+                (0, ValueError),
+                (3, ValueError),
+                (64, ValueError),
+                (128, ValueError),
+                (2.0, TypeError),
+                ("8", TypeError),
+                (None, TypeError),
+            ]
+        ),
+        prefetch=inputs.Kind([(c, e) for c, e in inputs.COUNT.bad if c != 0]),
+        cpu_offload=inputs.FLAG,
+        bytes_state=inputs.POSITIVE,
     ),
 ]
 
 
 BAD_INPUT += [
-    (
-        "zero3_seconds",
+    row(
         zero3_seconds,
         {
             "params": 174.6e9,
@@ -554,30 +516,17 @@ BAD_INPUT += [
             "nics_per_node": 8,
             "nic_GBps": 24,
         },
-        {
-            "params": inputs.POSITIVE,
-            "layers": inputs.COUNT,
-            "world_size": inputs.COUNT,
-            "gpus_per_node": inputs.COUNT,
-            "nvlink_GBps": inputs.POSITIVE,
-            "nics_per_node": inputs.COUNT,
-            "nic_GBps": inputs.POSITIVE,
-            "microbatches": inputs.COUNT,
-            "bytes_per_value": inputs.POSITIVE,
-            "per_node": inputs.Kind(
-                [c for c in inputs.COUNT.bad if c[0] is not None]
-            ),
-        },
+        per_node=inputs.OPTIONAL_COUNT,
     ),
 ]
 
 
 BAD_INPUT += [
-    (
-        "checkpoint_interval",
+    row(
         checkpoint_interval,
         {"mtbf_s": 10_000, "blocking_s": 60},
-        {"mtbf_s": inputs.POSITIVE, "blocking_s": inputs.POSITIVE},
+        mtbf_s=inputs.POSITIVE,
+        blocking_s=inputs.POSITIVE,
     ),
 ]
 

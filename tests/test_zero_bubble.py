@@ -24,6 +24,7 @@ from snippets.pipeline.zero_bubble import (
 )
 from snippets.pipeline.zero_bubble_ladder import pick_schedule
 from tests import lab_inputs as inputs
+from tests.lab_rows import row
 
 SHAPES = [(2, 2), (2, 5), (3, 9), (4, 4), (4, 8), (4, 12), (8, 16), (8, 24)]
 TIMES = [(1, 1, 1), (2, 2, 1), (1, 2, 1), (2, 1, 1), (3, 2, 2), (2, 3, 2)]
@@ -246,33 +247,16 @@ STAGE = inputs.Kind(
 )
 FOUR = zero_bubble_schedule(4, 8, "zbv")
 BAD_INPUT = [
-    (
-        "zero_bubble_schedule",
+    row(
         zero_bubble_schedule,
         {"stages": 4, "microbatches": 8, "schedule": "zb-h1"},
-        {
-            "stages": inputs.COUNT,
-            "microbatches": inputs.COUNT,
-            "schedule": SCHEDULE,
-            "forward": inputs.COUNT,
-            "backward_input": inputs.COUNT,
-            "backward_weight": inputs.COUNT,
-        },
+        schedule=SCHEDULE,
+        backward_input=inputs.COUNT,
+        backward_weight=inputs.COUNT,
     ),
-    (
-        "steady_idle_fraction",
-        steady_idle_fraction,
-        {"slots": FOUR},
-        {"slots": SLOTS},
-    ),
-    (
-        "peak_held",
-        peak_held,
-        {"slots": FOUR, "stage": 0},
-        {"slots": SLOTS, "stage": STAGE},
-    ),
-    (
-        "published_bubble",
+    row(steady_idle_fraction, {"slots": FOUR}, slots=SLOTS),
+    row(peak_held, {"slots": FOUR, "stage": 0}, slots=SLOTS, stage=STAGE),
+    row(
         published_bubble,
         {
             "stages": 8,
@@ -282,31 +266,21 @@ BAD_INPUT = [
             "weight": 1,
             "overlapped": 3,
         },
-        {
-            "stages": inputs.COUNT,
-            "schedule": inputs.choice(PUBLISHED),
-            "forward": inputs.POSITIVE,
-            "backward": inputs.POSITIVE,
-            "weight": inputs.POSITIVE,
-            # None means "not given" (every schedule but DualPipe)
-            "overlapped": inputs.Kind(
-                [c for c in inputs.POSITIVE.bad if c[0] is not None]
-            ),
-        },
+        schedule=inputs.choice(PUBLISHED),
+        forward=inputs.POSITIVE,
+        backward=inputs.POSITIVE,
+        weight=inputs.POSITIVE,
+        # None means "not given" (every schedule but DualPipe)
+        overlapped=inputs.Kind(
+            [c for c in inputs.POSITIVE.bad if c[0] is not None]
+        ),
     ),
-    (
-        "p2p_per_device",
+    row(
         p2p_per_device,
         {"stages": 4, "microbatches": 8, "schedule": "interleaved"},
-        {
-            "stages": inputs.COUNT,
-            "microbatches": inputs.COUNT,
-            "schedule": inputs.choice(("1f1b", "interleaved", "zbv")),
-            "chunks": inputs.COUNT,
-        },
+        schedule=inputs.choice(("1f1b", "interleaved", "zbv")),
     ),
-    (
-        "pick_schedule",
+    row(
         pick_schedule,
         {
             "stages": 4,
@@ -314,12 +288,8 @@ BAD_INPUT = [
             "max_held": 8,
             "post_validated": True,
         },
-        {
-            "stages": inputs.COUNT,
-            "microbatches": inputs.COUNT,
-            "max_held": inputs.Kind([*inputs.COUNT.bad, (3, ValueError)]),
-            "post_validated": inputs.FLAG,
-        },
+        max_held=inputs.Kind([*inputs.COUNT.bad, (3, ValueError)]),
+        post_validated=inputs.FLAG,
     ),
 ]
 
