@@ -3,17 +3,8 @@ GPipe and of 1F1B on 4 pipeline ranks (torch.distributed.pipelining,
 course/instruments/results/timelines4.json), each under the schedule
 lab's timeline of the same schedule (pipeline_schedule)."""
 
-from itertools import product
-
-from matplotlib.patches import Patch
-
-from course.charts._svg import (
-    DARK_TEXT,
-    PALETTE,
-    figure_html,
-    new_figure,
-    style,
-)
+from course.charts._svg import PALETTE, figure_html, new_figure, style
+from course.charts._timeline import bars, legend, titles
 from course.instruments import results
 from snippets.measured import timelines
 from snippets.pipeline.schedule import idle_fraction, pipeline_schedule
@@ -21,6 +12,7 @@ from snippets.pipeline.schedule import idle_fraction, pipeline_schedule
 P, M = 4, 8
 LABELS = {"gpipe": "GPipe", "1f1b": "1F1B"}
 COLORS = {"F": PALETTE[0], "B": PALETTE[1]}
+RANKS = [f"rank {i}" for i in range(P)]
 
 
 def measured(schedule):
@@ -36,51 +28,6 @@ def measured(schedule):
     return run, shares[len(shares) // 2][1]
 
 
-def bars(ax, slots, numbers, ranks=P, colors=COLORS):
-    """One row per rank, a bar per pass; a second chunk's lighter."""
-    chunks = sorted({s.chunk for s in slots})
-    for stage, kind, chunk in product(range(ranks), colors, chunks):
-        ax.broken_barh(
-            [  # to 0.1 ms: the chart cannot show more
-                (round(s.start, 1), round(s.end - s.start, 1))
-                for s in slots
-                if (s.stage, s.kind, s.chunk) == (stage, kind, chunk)
-            ],
-            (stage - 0.4, 0.8),
-            facecolors=colors[kind],
-            edgecolor="none",
-            **({"alpha": 0.55} if chunk else {}),
-        )
-    if numbers:
-        for s in slots:
-            ax.text(
-                (s.start + s.end) / 2,
-                s.stage,
-                str(s.micro + 1),
-                ha="center",
-                va="center",
-                fontsize=7.5,
-                color=DARK_TEXT,
-            )
-    ax.set_yticks(range(ranks), [f"rank {i}" for i in range(ranks)])
-    ax.set_ylim(ranks - 0.5, -0.5)
-    ax.tick_params(left=False)
-    ax.spines["left"].set_visible(False)
-    ax.set_xlim(0, max(s.end for s in slots))
-
-
-def titles(top, bottom, name, lab, real):
-    """A lab/measured pair's titles, each with its idle share, and the
-    measured one's time axis."""
-    for ax, what, slots in ((top, "the lab", lab), (bottom, "measured", real)):
-        ax.set_title(
-            f"{name}, {what}: idle {idle_fraction(slots):.1%}",
-            loc="left",
-            fontsize=10,
-        )
-    bottom.set_xlabel("milliseconds")
-
-
 def draw():
     rows = []
     for schedule in LABELS:
@@ -93,19 +40,16 @@ def draw():
         for i, (schedule, lab, slots) in enumerate(rows):
             model, real = axes[2 * i], axes[2 * i + 1]
             # numbers where the order is the point: 1F1B's interleaving
-            bars(model, lab, numbers=schedule == "1f1b")
-            bars(real, slots, numbers=False)
+            bars(model, lab, RANKS, COLORS, numbers=schedule == "1f1b")
+            bars(real, slots, RANKS, COLORS, numbers=False)
             titles(model, real, LABELS[schedule], lab, slots)
             model.set_xlabel("time (a forward takes 1, a backward 2)")
-        axes[0].legend(
-            handles=[
-                Patch(color=COLORS["F"], label="forward"),
-                Patch(color=COLORS["B"], label="backward"),
-            ],
-            fontsize=9,
+        legend(
+            axes[0],
+            COLORS,
+            {"F": "forward", "B": "backward"},
             loc="upper right",
             bbox_to_anchor=(1, 1.5),
-            ncols=2,
         )
     shares = {s: idle_fraction(slots) for s, _, slots in rows}
     return figure_html(

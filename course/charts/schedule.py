@@ -1,11 +1,8 @@
 """figure("schedule") on the pipeline page: the GPipe and 1F1B
 timelines of a 4-stage pipeline, slot by slot (pipeline_schedule)."""
 
-from itertools import product
-
-from matplotlib.patches import Patch
-
 from course.charts._svg import PALETTE, figure_html, new_figure, style
+from course.charts._timeline import bars, legend
 from snippets.pipeline.schedule import (
     KINDS,
     idle_fraction,
@@ -19,50 +16,24 @@ def draw():
     runs = {k: pipeline_schedule(p, m, k) for k in KINDS}
     labels = {"gpipe": "GPipe", "1f1b": "1F1B"}
     colors = {"F": PALETTE[0], "B": PALETTE[1]}
+    stages = [f"stage {i + 1}" for i in range(p)]
     step = max(s.end for s in runs["gpipe"])
     with style():
         fig = new_figure(6.4, 3.6)
         axes = fig.subplots(2, 1, sharex=True)
         for ax, (kind, slots) in zip(axes, runs.items(), strict=True):
-            for stage, op in product(range(p), colors):
-                ax.broken_barh(
-                    [
-                        (s.start, s.end - s.start)
-                        for s in slots
-                        if s.stage == stage and s.kind == op
-                    ],
-                    (stage - 0.4, 0.8),
-                    facecolors=colors[op],
-                    edgecolor="none",
-                )
-            for s in slots:
-                ax.text(
-                    (s.start + s.end) / 2,
-                    s.stage,
-                    str(s.micro + 1),
-                    ha="center",
-                    va="center",
-                    fontsize=8.5,
-                    color="#111111",  # 4.9:1 or more on both bar colours
-                )
-            ax.set_yticks(range(p), [f"stage {i + 1}" for i in range(p)])
-            ax.set_ylim(p - 0.5, -0.5)
+            bars(ax, slots, stages, colors, fontsize=8.5)
             ax.set_title(labels[kind], loc="left", fontsize=10)
-            ax.tick_params(left=False)
-            ax.spines["left"].set_visible(False)
         axes[-1].set_xlim(0, step)
         axes[-1].set_xlabel("time (a forward takes 1 unit, a backward 2)")
-        axes[0].legend(
-            handles=[
-                Patch(color=colors["F"], label="forward"),
-                Patch(color=colors["B"], label="backward"),
-            ],
+        legend(
+            axes[0],
+            colors,
+            {"F": "forward", "B": "backward"},
             title="number = micro-batch",
             title_fontsize=9,
-            fontsize=9,
             loc="upper right",
             bbox_to_anchor=(1, 1.45),
-            ncols=2,
         )
     idle = idle_fraction(runs["1f1b"])
     held = {

@@ -2,17 +2,15 @@
 4 devices, pass by pass (zero_bubble_schedule). gantt() also draws
 figure("zero-bubble-v")."""
 
-from itertools import product
-
-from matplotlib.patches import Patch
-
-from course.charts._svg import PALETTE, figure_html, new_figure, style, text_on
+from course.charts._svg import PALETTE, figure_html, new_figure, style
+from course.charts._timeline import bars, legend
 from snippets.pipeline.schedule import idle_fraction
 from snippets.pipeline.zero_bubble import peak_held, zero_bubble_schedule
 
 P, M = 4, 8  # devices, micro-batches
 LABELS = {"1f1b": "1F1B", "zb-h1": "ZB-H1", "zb-h2": "ZB-H2", "zbv": "ZBV"}
 COLORS = {"F": PALETTE[0], "B": PALETTE[1], "W": PALETTE[2]}
+GPUS = [f"GPU {i + 1}" for i in range(P)]
 
 
 def gantt(kinds):
@@ -24,52 +22,23 @@ def gantt(kinds):
         fig = new_figure(6.4, 1.1 + 1.45 * len(runs))
         axes = fig.subplots(len(runs), 1, sharex=True)
         for ax, (kind, slots) in zip(axes, runs.items(), strict=True):
-            for stage, op, chunk in product(range(P), COLORS, (0, 1)):
-                ax.broken_barh(
-                    [
-                        (s.start, s.end - s.start)
-                        for s in slots
-                        if (s.stage, s.kind, s.chunk) == (stage, op, chunk)
-                    ],
-                    (stage - 0.4, 0.8),
-                    facecolors=COLORS[op],
-                    edgecolor="none",
-                    alpha=0.55 if chunk else 1,
-                )
             # ZBV's half-size passes are too narrow for a number
-            for s in slots if kind != "zbv" else []:
-                ax.text(
-                    (s.start + s.end) / 2,
-                    s.stage,
-                    str(s.micro + 1),
-                    ha="center",
-                    va="center",
-                    fontsize=8.5,
-                    color=text_on(COLORS[s.kind]),
-                )
+            bars(ax, slots, GPUS, COLORS, kind != "zbv", 8.5, chunks=(0, 1))
             end = max(s.end for s in slots)
-            ax.set_ylim(P - 0.5, -0.5)
-            ax.set_yticks(range(P), [f"GPU {i + 1}" for i in range(P)])
             ax.set_title(
                 f"{LABELS[kind]}: step {float(end):g}, idle "
                 f"{idle_fraction(slots):.1%}",
                 loc="left",
                 fontsize=10,
             )
-            ax.tick_params(left=False)
-            ax.spines["left"].set_visible(False)
         axes[-1].set_xlim(0, step)
         axes[-1].set_xlabel("time (F, B and W take 1 unit each)")
-        axes[0].legend(
-            handles=[
-                Patch(color=COLORS["F"], label="F forward"),
-                Patch(color=COLORS["B"], label="B input grad"),
-                Patch(color=COLORS["W"], label="W weight grad"),
-            ],
-            fontsize=9,
+        legend(
+            axes[0],
+            COLORS,
+            {"F": "F forward", "B": "B input grad", "W": "W weight grad"},
             loc="lower right",
             bbox_to_anchor=(1, 1.25),
-            ncols=3,
         )
     return fig, runs
 

@@ -3,10 +3,8 @@ step each of 1F1B, interleaved 1F1B and ZBV on 2 pipeline ranks
 (torch.distributed.pipelining, course/instruments/results/
 zerobubble2.json), each under the lab's timeline of the same schedule."""
 
-from matplotlib.patches import Patch
-
 from course.charts._svg import figure_html, new_figure, style
-from course.charts.pipeline_timeline import bars, titles
+from course.charts._timeline import bars, legend, titles
 from course.charts.zero_bubble import COLORS
 from course.instruments import results
 from snippets.measured import timelines
@@ -14,6 +12,7 @@ from snippets.pipeline.schedule import idle_fraction, pipeline_schedule
 from snippets.pipeline.zero_bubble import zero_bubble_schedule
 
 P, M = 2, 4
+RANKS = [f"rank {i}" for i in range(P)]
 LABELS = {"1f1b": "1F1B", "interleaved": "Interleaved 1F1B", "zbv": "ZBV"}
 
 
@@ -45,20 +44,16 @@ def draw():
         axes = fig.subplots(6, 1)
         for i, (schedule, model, real) in enumerate(rows):
             top, bottom = axes[2 * i], axes[2 * i + 1]
-            bars(top, model, False, ranks=P, colors=COLORS)
-            bars(bottom, real, False, ranks=P, colors=COLORS)
+            bars(top, model, RANKS, COLORS, numbers=False)
+            bars(bottom, real, RANKS, COLORS, numbers=False)
             titles(top, bottom, LABELS[schedule], model, real)
             top.set_xlabel("time (F, B and W 1 each; a chunk's half)")
-        axes[0].legend(
-            handles=[
-                Patch(color=COLORS["F"], label="F forward"),
-                Patch(color=COLORS["B"], label="B backward (input)"),
-                Patch(color=COLORS["W"], label="W weights"),
-            ],
-            fontsize=9,
+        legend(
+            axes[0],
+            COLORS,
+            {"F": "F forward", "B": "B backward (input)", "W": "W weights"},
             loc="lower right",
             bbox_to_anchor=(1, 1.25),
-            ncols=3,
         )
     idle = {s: idle_fraction(real) for s, _, real in rows}
     return figure_html(
