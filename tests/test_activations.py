@@ -222,10 +222,6 @@ BAD_INPUT = [
         hidden=inputs.COUNT,
         recompute=inputs.choice(RECOMPUTE),
     ),
-]
-
-
-BAD_INPUT += [
     row(logit_bytes, {"seq_len": 4096, "micro_batch": 1, "vocab": 128_256}),
 ]
 

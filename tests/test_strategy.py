@@ -288,10 +288,6 @@ BAD_INPUT = [
         bytes_grad=inputs.POSITIVE,
         bytes_optim=inputs.NON_NEGATIVE,
     ),
-]
-
-
-BAD_INPUT += [
     row(
         batch_ceiling,
         {"gpus": 16_384, "batch_tokens": 2**24, "seq_len": 8192},

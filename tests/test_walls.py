@@ -88,10 +88,6 @@ BAD_INPUT = [
         megatron_model_share,
         {"layers": 24, "hidden": 2304, "seq_len": 2048, "vocab": 51200},
     ),
-]
-
-
-BAD_INPUT += [
     row(
         flops_per_token,
         {"params": B7, "layers": 32, "hidden": 4096, "seq_len": 4096},

@@ -472,10 +472,6 @@ BAD_INPUT = [
         bytes_param=inputs.POSITIVE,
         bytes_optim=inputs.NON_NEGATIVE,
     ),
-]
-
-
-BAD_INPUT += [
     row(
         working_set_GB,
         {"unit_params": 12 * 4096**2},
@@ -501,10 +497,6 @@ BAD_INPUT += [
         cpu_offload=inputs.FLAG,
         bytes_state=inputs.POSITIVE,
     ),
-]
-
-
-BAD_INPUT += [
     row(
         zero3_seconds,
         {
@@ -518,10 +510,6 @@ BAD_INPUT += [
         },
         per_node=inputs.OPTIONAL_COUNT,
     ),
-]
-
-
-BAD_INPUT += [
     row(
         checkpoint_interval,
         {"mtbf_s": 10_000, "blocking_s": 60},
