@@ -462,7 +462,7 @@ BAD = [
         ValueError,
         "missing ffn",
     ),
-    ({"model": {**L70, "experts": 8}}, ValueError, "unknown keys experts"),
+    ({"model": {**L70, "expert": 8}}, ValueError, "unknown keys expert"),
     ({"model": [1, 2]}, TypeError, "model must be a dict"),
     ({"cluster": {**H100x8, "nodes": 0}}, ValueError, "cluster.nodes"),
     ({"cluster": {**H100x8, "nic_GBps": -50}}, ValueError, "cluster.nic_GBps"),
@@ -858,3 +858,75 @@ def test_zb_h1_idles_as_qi_et_al_say_and_holds_1f1b_peak():
     assert 1 / 3 < share < 0.5
     gb = {s: x["memory_per_gpu_GB"]["total"] for s, x in r.items()}
     assert gb["1f1b"] <= gb["zb-h1"] < 1.05 * gb["1f1b"]
+
+
+@pytest.mark.parametrize(
+    ("preset", "billions"),
+    [("mixtral-8x7b", 46.70), ("qwen3-235b-a22b", 235.09)],
+)
+def test_moe_presets_have_their_published_sizes(preset, billions):
+    """Mixtral 8x7B: 46.7B parameters; Qwen3 235B-A22B: 235B."""
+    assert parameter_count(MODELS[preset]) / 1e9 == pytest.approx(
+        billions, abs=0.005
+    )
+
+
+MIXTRAL, MOE_JOB = (
+    MODELS["mixtral-8x7b"],
+    {
+        "global_batch_tokens": 1024 * 4096,
+        "micro_batch": 1,
+    },
+)
+MOE = {"dp": 64, "tp": 1, "pp": 1, "zero": 1, "recompute": "none"}
+
+
+def test_expert_parallelism_spreads_the_experts_and_pays_all_to_alls():
+    """ep 8 over one node: each GPU keeps 1 of the 8 experts (16 bytes a
+    parameter under ZeRO-1 before sharding), and each all-to-all sends
+    7/8 of k b s h bf16 values over NVLink: four a layer and micro-batch
+    (moe_alltoall_bytes)."""
+    from snippets.experts.alltoall import moe_alltoall_bytes
+
+    one = run(MOE, MIXTRAL, job=MOE_JOB)
+    eight = run({**MOE, "ep": 8}, MIXTRAL, job=MOE_JOB)
+    shape = layer_shape(check_model(MIXTRAL))
+    assert shape.expert_params == 8 * 3 * 4096 * 14336
+    saved = 32 * shape.expert_params * 7 / 8 * 2 / 1e9  # bf16 weights
+    a, b = (r["memory_per_gpu_GB"]["parameters"] for r in (one, eight))
+    assert a - b == pytest.approx(saved)
+    assert one["step_s"]["expert_parallel"] == 0
+    sent = moe_alltoall_bytes(1, 4096, 4096, 2, 8)["per_alltoall"] * 7 / 8
+    seconds = 3.4e-6 + sent / (370 * 1e9)  # NVLink, as a ring reaches it
+    micro = 1024 * 4096 // (4096 * 64)
+    assert eight["step_s"]["expert_parallel"] == pytest.approx(
+        4 * 32 * micro * seconds
+    )
+
+
+def test_the_search_tries_expert_parallelism_for_moe_models_only():
+    mine = {j.layout.ep for j in candidate_layouts(MIXTRAL, H100x8, MOE_JOB)}
+    assert mine == {1, 2, 4, 8}
+    dense = {j.layout.ep for j in candidate_layouts(L70, H100x8, JOB)}
+    assert dense == {1}
+
+
+@pytest.mark.parametrize(
+    ("model", "layout", "message"),
+    [
+        (MIXTRAL, {**MOE, "ep": 16}, "layout.ep must divide model.experts"),
+        (MIXTRAL, {**MOE, "ep": 3}, "layout.ep must divide model.experts"),
+        (L70, {**LAYOUT, "ep": 2}, "layout.ep must divide model.experts"),
+        (
+            MIXTRAL,
+            {**MOE, "ep": 2, "zero": "hsdp"},
+            "layout.ep > 1 runs with zero",
+        ),
+        ({**MIXTRAL, "top_k": 9}, MOE, "model.top_k must be <= model.experts"),
+        ({**MIXTRAL, "experts": 0}, MOE, "model.experts must be >= 1"),
+        ({**MIXTRAL, "head_dim": 0}, MOE, "model.head_dim must be >= 1"),
+    ],
+)
+def test_bad_expert_inputs_are_named(model, layout, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        run(layout, model, job=MOE_JOB)

@@ -20,6 +20,11 @@ def unrunnable(lay):
         return f"ZeRO-{lay.zero} (the script shards all or nothing)"
     if lay.cp > 1:
         return "context parallelism"
+    if lay.ep > 1:
+        return (
+            "expert parallelism with the experts whole on ep of a "
+            "stage's GPUs (MoE parallel folding)"
+        )
     if lay.schedule == "zb-h1":
         return (
             "the ZB-H1 schedule (torch.pipelining's "
@@ -69,6 +74,11 @@ def launch_command(model, cluster, training, layout):
             f"No command: {name(asdict(job.layout))} needs {need:.1f} GB "
             f"per GPU, {need - card:.1f} GB more than the {card:g} GB "
             "card, as the script runs it."
+        )
+    if job.model.experts > 1:
+        return False, (
+            "No command: the planner's commands are for dense models; "
+            "the script's --experts layer is on Mixture of experts."
         )
     if unrunnable(job.layout) is None:
         return True, torchrun(job)

@@ -13,6 +13,7 @@ times.
 from dataclasses import dataclass
 
 from snippets.context.cost import overlap_crossover_tokens
+from snippets.experts.alltoall import moe_alltoall_bytes
 from snippets.pipeline.bubble import bubble_fraction, megatron_ratio
 from snippets.pipeline.zero_bubble import published_bubble
 from snippets.planner.runs import LINKS
@@ -101,13 +102,13 @@ def gathered_bytes(training):
 # The fit's result on the measured runs (snippets/planner/fit.py); a
 # test checks that these are what the fit returns.
 FIT = Fit(
-    a100_gemm_share=0.473,
+    a100_gemm_share=0.476,
     h100_gemm_share=0.571,
     attention_share=0.216,
     hbm_passes=0.836,
-    fused_speedup=1.3,
-    fp8_speedup=1.62,
-    overlap=0.59,
+    fused_speedup=1.29,
+    fp8_speedup=1.63,
+    overlap=0.588,
 )
 
 
@@ -117,8 +118,9 @@ class LayerShape:
     the hidden size h (Korthikanti et al. 2022, section 4, with grouped
     KV heads and gated MLPs)."""
 
-    weights: int  # of its matrices
-    params: int  # and two norms
+    weights: int  # of the matrices a token goes through (top_k experts)
+    params: int  # of all its matrices (every expert) and two norms
+    expert_params: int  # of those, the experts'
     modules: int  # two norms, QKV and output projections, the MLP's
     module: int  # the largest: the MLP's matrix or the fused QKV
     # bytes per token: `replicated` stays whole on each tensor-parallel
@@ -140,19 +142,28 @@ class LayerShape:
 
 def layer_shape(m):
     """The LayerShape of one layer of the model `m`."""
-    h, f, kv = m.hidden, m.ffn, m.kv_width
+    h, f, kv, q = m.hidden, m.ffn, m.kv_width, m.q_width
+    k, e = m.top_k, m.experts
     mlp = 3 if m.gated else 2  # matrices, and tensors it keeps of f
-    weights = 2 * h * h + 2 * h * kv + mlp * h * f
+    router = h * e if e > 1 else 0
+    attention = 2 * h * q + 2 * h * kv
     mask = 1 if m.dropout else 0  # 1-byte dropout masks
     return LayerShape(
-        weights=weights,
-        params=weights + 2 * h,
+        weights=attention + k * mlp * h * f + router,
+        params=attention + e * mlp * h * f + router + 2 * h,
+        expert_params=e * mlp * h * f if e > 1 else 0,
         modules=2 + 2 + mlp,
-        module=max(h * f, h * (h + 2 * kv)),
+        module=max(h * f, h * (q + 2 * kv)),
         # norm inputs, attention input, MLP input, dropout masks
         replicated=2 * 2 + 2 + 2 + 2 * mask,
-        # queries, keys and values, attention output, MLP tensors
-        split=2 + 4 * kv / h + 2 + mlp * 2 * f / h,
+        # queries, keys and values, attention output, and the MLP's
+        # tensors (with experts, a copy of the input and the tensors of
+        # each of the top_k experts a token goes to)
+        split=2 * q / h
+        + 4 * kv / h
+        + 2 * q / h
+        + k * mlp * 2 * f / h
+        + (2 * k if e > 1 else 0),
         # softmax output, with dropout its mask and output too
         scores=(2 + 3 * mask) * m.heads / h,
         # In forward order the layer multiplies by wq, wk, wv, wo, w1,
@@ -161,8 +172,8 @@ def layer_shape(m):
         # h x kv, h x h and h x f weights; both keep the queries, the
         # values, w1's output and attention's output, and the gated MLP
         # also w2's.
-        op_recomputed=h * kv + h * h + h * f,
-        op_split=2 + 2 * kv / h + 2 * f / h + 2,
+        op_recomputed=h * kv + h * q + k * h * f,
+        op_split=2 * q / h + 2 * kv / h + k * 2 * f / h + 2 * q / h,
         op_whole=2 if m.gated else 0,
     )
 
@@ -295,6 +306,7 @@ class LayerSeconds:
     gather: float
     reduce: float
     weight_grad: float  # the backward's W half: the weights' gradients
+    alltoall: float = 0.0  # expert parallelism's, both passes
 
 
 def layer_seconds(job, fit, shape, links):
@@ -312,13 +324,14 @@ def layer_seconds(job, fit, shape, links):
     rate = peak * gemm_share(c, fit)
     rate *= fit.fp8_speedup if t.precision == "fp8" else 1
     matmuls = 2 * shape.weights * tokens / tp / rate
-    attention = 4 * s * h * tokens / tp * (0.5 if flash else 1)
+    attention = 4 * s * m.q_width * tokens / tp * (0.5 if flash else 1)
     attention /= peak * fit.attention_share
     elementwise = fit.hbm_passes * job_stored_bytes(job, shape) / hbm
     # Tensor parallelism, per pass: two all-reduces of the b x s x h
     # output (with sequence parallelism, two all-gathers and two
     # reduce-scatters: the same bytes and hops); not overlapped.
-    tp_pass = 2 * ring_s(
+    blocks = 1 if lay.ep > 1 else 2  # experts run whole: no MLP's
+    tp_pass = blocks * ring_s(
         "all-reduce", 2 * tokens * h, tp, links.group(1, tp), fit
     )
     stack = stack_speedup(t, fit)
@@ -357,9 +370,42 @@ def layer_seconds(job, fit, shape, links):
         backward += elementwise + (0 if flash else attention)
         tp_backward += tp_forward
     gather, reduce = sharded_seconds(job, fit, shape, links)
+    calls = 6 if lay.recompute in ("full", "per-op") else 4
     return LayerSeconds(
-        compute, backward, tp_forward, tp_backward, gather, reduce, matmuls
+        compute,
+        backward,
+        tp_forward,
+        tp_backward,
+        gather,
+        reduce,
+        matmuls,
+        calls * alltoall_seconds(job, links),
     )
+
+
+def alltoall_seconds(job, links):
+    """Seconds of one of expert parallelism's all-to-alls (dispatch or
+    combine; a step runs two per layer forward and two backward, and
+    two more where recomputation runs the forward again), not
+    overlapped. Each GPU sends each of its tokens (b s / (cp tp) with
+    sequence parallelism) to top_k experts: moe_alltoall_bytes
+    (snippets/experts/alltoall.py), of which (ep - 1)/ep leaves the
+    GPU. The ep GPUs sit next to each other: what goes to GPUs of the
+    same node crosses NVLink, the rest the network, at the same time."""
+    m, lay = job.model, job.layout
+    ep = lay.ep
+    if ep == 1:
+        return 0.0
+    split = lay.cp * (lay.tp if lay.sequence_parallel else 1)
+    tokens = job.training.micro_batch * m.seq_len // split
+    one = moe_alltoall_bytes(1, tokens, m.hidden, m.top_k, ep)
+    one = one["per_alltoall"]
+    _, nodes = links.group(1, ep)
+    local = ep // nodes  # GPUs of the group on one node
+    inside = one * (local - 1) / ep / (links.nvlink * 1e9)
+    across = one * (ep - local) / ep / (links.network * 1e9)
+    hop = NETWORK_HOP_US if nodes > 1 else NVLINK_HOP_US
+    return hop * 1e-6 + max(inside, across)
 
 
 def ring_attention_seconds(job, fit, links):
@@ -390,7 +436,7 @@ def ring_attention_seconds(job, fit, links):
     transfer = block / (GBps * 1e9)
     rate = c.peak_TFLOPs * fit.attention_share * stack_speedup(t, fit)
     crossover = overlap_crossover_tokens(
-        m.hidden, m.heads, m.kv_heads, rate, GBps, causal=flash
+        m.q_width, m.heads, m.kv_heads, rate, GBps, causal=flash
     )
     window = transfer * (m.seq_len / cp) / crossover  # attention/cp
     back = 2.5 if flash else 2.0
@@ -415,7 +461,7 @@ def sharded_seconds(job, fit, shape, links):
     lay = job.layout
     if lay.zero not in (3, "hsdp"):
         return 0.0, 0.0
-    params = shape.params / lay.tp
+    params = layer_params(shape, lay)
     dp_link = links.group(lay.tp * lay.cp, lay.dp)
     over = (links.nvlink, 1) if lay.zero == "hsdp" else dp_link
     n = 1 if job.training.fsdp_unit == "layer" else shape.modules
@@ -457,12 +503,32 @@ def fsdp_collectives(job):
     return min(micro, lay.pp), micro, 1, True
 
 
+def layer_params(shape, lay):
+    """A layer's parameters on one GPU. Without expert parallelism
+    every matrix is split among the tp ranks; with it, each of the ep
+    ranks holds experts / ep experts whole (Megatron-Core's MoE
+    parallel folding, expert tensor parallelism 1)."""
+    if lay.ep == 1:
+        return shape.params / lay.tp
+    dense = shape.params - shape.expert_params
+    return dense / lay.tp + shape.expert_params / lay.ep
+
+
+def expert_weights(job, shape, i):
+    """The experts' parameters on a GPU of stage i under expert
+    parallelism (0 without): their copies are spread over the
+    tp x cp x dp / ep GPUs of the stage that hold the same experts."""
+    if job.layout.ep == 1:
+        return 0.0
+    return job.stages[i] * shape.expert_params / job.layout.ep
+
+
 def stage_weights(job, shape, i):
     """Parameters on each GPU of pipeline stage i: its layers, and the
     embedding on the first stage, the output layer on the last."""
     m, lay = job.model, job.layout
     embedding = m.vocab * m.hidden / lay.tp
-    weights = job.stages[i] * shape.params / lay.tp
+    weights = job.stages[i] * layer_params(shape, lay)
     if i == 0:
         weights += embedding
     if i == lay.pp - 1 and not (lay.pp == 1 and m.tied_embeddings):
@@ -552,6 +618,7 @@ def step_seconds(job, fit, shape):
     sharded, first, last = sharded_step_seconds(job, fit, one)
     tp_cp = one.tp_forward + one.tp_backward
     per_layer = one.forward + one.backward + tp_cp + sharded / micro
+    per_layer += one.alltoall
     head = head_seconds(job, fit)
     send = send_seconds(job, links)
     stage = [n * per_layer + send for n in job.stages]
@@ -576,6 +643,7 @@ def step_seconds(job, fit, shape):
     parts = {
         "compute": micro * (n * (one.forward + one.backward) + last_head),
         "tensor_context_parallel": micro * n * tp_cp,
+        "expert_parallel": micro * n * one.alltoall,
         # the first layer's gather, with nothing before it, each time;
         # under a pipeline, the stage's reduce-scatters at the end
         "data_parallel": n * (sharded + last) + first + tail,
@@ -615,7 +683,7 @@ def data_parallel_seconds(job, fit, shape, links, one):
     the embedding's gradient."""
     m, lay, micro = job.model, job.layout, job.microbatches
     embedding = m.vocab * m.hidden / lay.tp
-    params = max(job.stages) * shape.params / lay.tp + embedding
+    params = max(job.stages) * layer_params(shape, lay) + embedding
     if lay.pp == 1 and not m.tied_embeddings:
         params += embedding  # the output layer, apart
     grads = REDUCE_BYTES[job.training.reduce_dtype] * params
@@ -682,9 +750,20 @@ def memory_GB(job, shape):
     for i in sorted({0, pp - 1, stages.index(max(stages))}):
         n = stages[i]
         weights = stage_weights(job, shape, i)
+        experts = expert_weights(job, shape, i)
         gb = state_bytes(
-            weights, lay.zero, lay.dp * lay.cp, job.shard, whole_grads(job)
+            weights - experts,
+            lay.zero,
+            lay.dp * lay.cp,
+            job.shard,
+            whole_grads(job),
         )
+        if experts:  # sharded over the copies of the GPU's experts
+            copies = lay.tp * lay.cp * lay.dp // lay.ep
+            more = state_bytes(
+                experts, lay.zero, copies, copies, whole_grads(job)
+            )
+            gb = {k: gb[k] + more[k] for k in gb}
         acts = in_flight(job, i) * n * keep
         if lay.recompute in ("full", "per-op"):
             acts += stored  # the layer being recomputed holds it all
@@ -735,8 +814,9 @@ def unsharded_bytes(job, shape, weights):
     lay, t, m = job.layout, job.training, job.model
     if lay.zero not in (3, "hsdp"):
         return 0.0, 0.0
-    unit = shape.params if t.fsdp_unit == "layer" else shape.module
-    unit = max(unit / lay.tp, m.vocab * m.hidden / lay.tp)
+    unit = layer_params(shape, lay)
+    unit = unit if t.fsdp_unit == "layer" else shape.module / lay.tp
+    unit = max(unit, m.vocab * m.hidden / lay.tp)
     size = gathered_bytes(t)
     held = 0.0
     if lay.pp > 1 or not lay.reshard_after_forward:

@@ -79,6 +79,7 @@ def job(run):
         tp=run.tp,
         pp=run.pp,
         cp=run.cp,
+        ep=run.ep,
         zero=run.zero,
         recompute=run.recompute,
         sequence_parallel=run.sequence_parallel,

@@ -54,7 +54,10 @@ class Layout:
     and the output layer a layer's place each (Llama 3's split).
     FSDP2's choices for ZeRO-3 and HSDP: reshard_after_forward (None:
     what the course's script does, True without a pipeline, False with
-    one) and gradient_sync (GRADIENT_SYNCS)."""
+    one) and gradient_sync (GRADIENT_SYNCS). ep: expert parallelism
+    for a mixture of experts, each layer's experts spread whole over ep
+    of the tp x cp x dp GPUs of a stage (Megatron-Core's MoE parallel
+    folding), their tokens sent there and back by all-to-alls."""
 
     dp: int
     tp: int
@@ -68,9 +71,10 @@ class Layout:
     chunks: int = 1
     reshard_after_forward: bool | None = None
     gradient_sync: str = "deferred"
+    ep: int = 1
 
     def __post_init__(self):
-        for name in ("dp", "tp", "pp", "cp"):
+        for name in ("dp", "tp", "pp", "cp", "ep"):
             count(f"layout.{name}", getattr(self, name))
         if isinstance(self.zero, bool) or self.zero not in ZERO:
             raise ValueError(
@@ -147,6 +151,16 @@ def check_layout(layout, model, cluster, training=None):
     if m.seq_len % cp:
         raise ValueError(
             f"layout.cp must divide model.seq_len ({m.seq_len}), got {cp}"
+        )
+    if lay.ep > 1 and (m.experts % lay.ep or (dp * cp * tp) % lay.ep):
+        raise ValueError(
+            f"layout.ep must divide model.experts ({m.experts}) and the "
+            f"dp x cp x tp = {dp * cp * tp} GPUs of a stage; got {lay.ep}"
+        )
+    if lay.ep > 1 and lay.zero == "hsdp":
+        raise ValueError(
+            "layout.ep > 1 runs with zero 0, 1, 2 or 3, not 'hsdp'; "
+            f"got ep={lay.ep}"
         )
     stages = _stages_of(lay, m.layers)
     shard = dp if lay.zero != "hsdp" else _hsdp_shard(lay, g)
@@ -238,7 +252,7 @@ def model_flops_per_token(model):
     m = check_model(model)
     weights = m.layers * layer_shape(m).weights
     weights += m.vocab * m.hidden
-    return 6 * weights + 12 * m.layers * m.hidden * m.seq_len
+    return 6 * weights + 12 * m.layers * m.q_width * m.seq_len
 
 
 def evaluate_layout(model, cluster, training, layout, fit=FIT):
@@ -256,6 +270,7 @@ def _result(job, fit, flops=None):
     flops = flops or model_flops_per_token(job.model)
     return {
         "layout": asdict(job.layout),
+        "moe": job.model.experts > 1,
         "microbatches": job.microbatches,
         "stages": list(job.stages),
         **r,
@@ -321,12 +336,25 @@ def context_sizes(model, cluster, fit=FIT):
     links = Links.of(c, fit)
     rate = c.peak_TFLOPs * fit.attention_share
     slow = min(links.nvlink, links.network)
-    least = overlap_crossover_tokens(m.hidden, m.heads, m.kv_heads, rate, slow)
+    least = overlap_crossover_tokens(
+        m.q_width, m.heads, m.kv_heads, rate, slow
+    )
     least = max(least, LEAST_CP_TOKENS)
     sizes, cp = [1], 2
     while m.seq_len % cp == 0 and m.seq_len // cp >= least:
         sizes.append(cp)
         cp *= 2
+    return sizes
+
+
+def expert_sizes(model, gpus):
+    """Expert-parallel sizes to try for a stage of `gpus` GPUs: 1, and
+    for a mixture of experts each power of two that divides the
+    experts and the GPUs."""
+    sizes, ep = [1], 2
+    while model.experts % ep == 0 and gpus % ep == 0:
+        sizes.append(ep)
+        ep *= 2
     return sizes
 
 
@@ -379,17 +407,24 @@ def candidate_layouts(model, cluster, training, only=None, fit=FIT):
                             tp=tp,
                             pp=pp,
                             cp=cp,
+                            ep=1,
                             embedding_slots=slots,
                             schedule=schedule,
                             chunks=chunks,
                             sequence_parallel=only.get("sequence_parallel"),
                         )
-                        for job in _stages(m, c, t, recomputes, base, only):
-                            lay = job.layout
-                            if all(
-                                getattr(lay, k) == v for k, v in only.items()
-                            ):
-                                yield job
+                        for ep in expert_sizes(m, dp * cp * tp):
+                            base["ep"] = ep
+                            yield from (
+                                job
+                                for job in _stages(
+                                    m, c, t, recomputes, dict(base), only
+                                )
+                                if all(
+                                    getattr(job.layout, k) == v
+                                    for k, v in only.items()
+                                )
+                            )
 
 
 def fsdp_options(zero, pp, micro, only):
@@ -443,7 +478,10 @@ def name(layout):
     words = [f"dp {layout['dp']}"]
     if layout.get("cp", 1) > 1:
         words.append(f"cp {layout['cp']}")
-    words += [f"tp {layout['tp']}", f"pp {layout['pp']}", sharding]
+    words += [f"tp {layout['tp']}", f"pp {layout['pp']}"]
+    if layout.get("ep", 1) > 1:
+        words.append(f"ep {layout['ep']}")
+    words.append(sharding)
     if layout.get("schedule") == "interleaved":
         words.append(f"interleaved x{layout['chunks']}")
     if layout.get("schedule") == "zb-h1":

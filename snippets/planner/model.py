@@ -34,7 +34,11 @@ class Model:
     """A decoder's shape. A gated MLP (SwiGLU, as in Llama) has three
     matrices of hidden x ffn; GPT's MLP has two. Untied models keep
     separate input and output embeddings. GPT keeps dropout (1-byte
-    masks among its activations); Llama has none."""
+    masks among its activations); Llama has none. head_dim: each
+    head's width, None for hidden / heads (Qwen3's heads are wider).
+    A mixture of experts has `experts` MLPs of hidden x ffn in each
+    layer and a router that sends each token to `top_k` of them; a
+    dense model is one expert, top-1."""
 
     layers: int
     hidden: int
@@ -46,12 +50,22 @@ class Model:
     gated: bool = True
     tied_embeddings: bool = False
     dropout: bool = False
+    head_dim: int | None = None
+    experts: int = 1
+    top_k: int = 1
 
     def __post_init__(self):
         for f in fields(self):
-            check = count if f.type is int else flag
+            if f.name == "head_dim" and self.head_dim is None:
+                continue
+            check = flag if f.type is bool else count
             check(f"model.{f.name}", getattr(self, f.name))
-        if self.hidden % self.heads:
+        if self.top_k > self.experts:
+            raise ValueError(
+                f"model.top_k must be <= model.experts ({self.experts}), "
+                f"got {self.top_k}"
+            )
+        if self.head_dim is None and self.hidden % self.heads:
             raise ValueError(
                 f"model.heads must divide model.hidden, "
                 f"got heads={self.heads}, hidden={self.hidden}"
@@ -63,9 +77,18 @@ class Model:
             )
 
     @property
+    def head_width(self):
+        return self.head_dim or self.hidden // self.heads
+
+    @property
+    def q_width(self):
+        """Width of the queries (and of attention's output), all heads."""
+        return self.heads * self.head_width
+
+    @property
     def kv_width(self):
         """Width of the keys (or the values) of all KV heads."""
-        return self.kv_heads * (self.hidden // self.heads)
+        return self.kv_heads * self.head_width
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,9 +211,10 @@ def parameter_count(model):
     """
     m = check_model(model)
     h = m.hidden
-    attention = 2 * h * h + 2 * h * m.kv_width
-    mlp = (3 if m.gated else 2) * h * m.ffn
-    layer = attention + mlp + 2 * h
+    attention = 2 * h * m.q_width + 2 * h * m.kv_width
+    mlp = (3 if m.gated else 2) * h * m.ffn * m.experts
+    router = h * m.experts if m.experts > 1 else 0
+    layer = attention + mlp + router + 2 * h
     embeddings = m.vocab * h * (1 if m.tied_embeddings else 2)
     return m.layers * layer + embeddings + h
 
@@ -300,6 +324,33 @@ MODELS = {
         ffn=53248,
         vocab=128256,
         seq_len=8192,
+    ),
+    # Mixtral 8x7B (Mistral AI, 2024): 8 experts of Mistral 7B's MLP in
+    # each layer, top-2 (its published config.json).
+    "mixtral-8x7b": dict(
+        layers=32,
+        hidden=4096,
+        heads=32,
+        kv_heads=8,
+        ffn=14336,
+        vocab=32000,
+        seq_len=4096,
+        experts=8,
+        top_k=2,
+    ),
+    # Qwen3 235B-A22B (Qwen, 2025): 128 experts of width 1,536, top-8,
+    # and heads of 128 (its published config.json).
+    "qwen3-235b-a22b": dict(
+        layers=94,
+        hidden=4096,
+        heads=64,
+        kv_heads=4,
+        head_dim=128,
+        ffn=1536,
+        vocab=151936,
+        seq_len=4096,
+        experts=128,
+        top_k=8,
     ),
     # GPT-3 175B as Megatron-LM trains it: a 4h GELU MLP, tied
     # embeddings, the vocabulary padded to 51,200 (arXiv 2104.04473).

@@ -62,6 +62,8 @@ def answer(model, nodes, training, top=5):
     }
     fitting = [r for r in ranked if r["fits"]]
     runnable = [r for r in fitting if unrunnable(r["layout"]) is None]
+    if ranked and ranked[0]["moe"]:  # the script's commands are dense
+        runnable = []
     if runnable:
         best = runnable[0]
         result["launch"] = {

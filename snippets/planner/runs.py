@@ -70,6 +70,9 @@ class Run:
     tied_embeddings: bool
     vocab: int  # as trained, padding included
     seq_len: int
+    head_dim: int | None = None  # None: hidden / heads
+    experts: int = 1  # a mixture of experts: MLPs per layer, of ffn
+    top_k: int = 1  # experts each token goes to
     # the hardware
     gpu: str  # the planner's preset, snippets/planner/model.py GPUS
     gpu_published: str
@@ -89,6 +92,7 @@ class Run:
     pp: int
     dp: int
     cp: int  # context parallelism, 1 if none
+    ep: int = 1  # expert parallelism: experts spread over ep GPUs
     zero: int | str  # 0, 1, 2, 3 or "hsdp", as the planner names them
     schedule: str  # "none" (pp 1), "1f1b", "interleaved", "gpipe"
     chunks: int | None  # model chunks per pipeline rank (v)
@@ -125,15 +129,19 @@ class Run:
 
 def matmul_weights(run):
     """N: the weights of every matrix multiply a token goes through."""
-    h, head = run.hidden, run.hidden // run.heads
-    attention = 2 * h * h + 2 * h * run.kv_heads * head
-    mlp = (3 if run.gated else 2) * h * run.ffn
-    return run.layers * (attention + mlp) + run.vocab * h
+    h, head = run.hidden, run.head_dim or run.hidden // run.heads
+    attention = 2 * h * run.heads * head + 2 * h * run.kv_heads * head
+    mlp = (3 if run.gated else 2) * h * run.ffn * run.top_k
+    router = h * run.experts if run.experts > 1 else 0
+    return run.layers * (attention + mlp + router) + run.vocab * h
 
 
 def model_flops_per_token(run):
-    """6 N + 12 L h T: forward and backward, no recomputation."""
-    attention = 12 * run.layers * run.hidden * run.seq_len
+    """6 N + 12 L h T: forward and backward, no recomputation (h: the
+    width of all heads' queries; N: the top_k experts a token goes
+    through, not all of them)."""
+    width = run.heads * (run.head_dim or run.hidden // run.heads)
+    attention = 12 * run.layers * width * run.seq_len
     return 6 * matmul_weights(run) + attention
 
 
@@ -170,8 +178,11 @@ def mfu(run):
 def planner_model(run):
     """The row's model as the planner's model dict."""
     keys = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
-    keys += ("seq_len", "gated", "tied_embeddings")
-    return {key: getattr(run, key) for key in keys}
+    keys += ("seq_len", "gated", "tied_embeddings", "experts", "top_k")
+    model = {key: getattr(run, key) for key in keys}
+    if run.head_dim is not None:
+        model["head_dim"] = run.head_dim
+    return model
 
 
 def by_label(label):
@@ -973,6 +984,73 @@ NEMO_RUNS = (
     _nemo("25.11", "405b", 1024, 512, 8, 8, 2, 8, False, 292),
     _nemo("26.02", "70b", 64, 256, 4, 8, 1, 5, False, 1621),
     _nemo("26.02", "405b", 1024, 1536, 8, 8, 2, 8, False, 311),
+)
+# Qwen3's mixtures of experts (Qwen, 2025; config.json): heads of 128,
+# 4 KV heads, 128 experts a layer, top-8, untied embeddings. The 30B-A3B
+# rows of the same tables are left out: their experts' matrices (2,048 x
+# 768) are too small for the planner's one GEMM share per GPU, which
+# rates them about 3 times too fast.
+QWEN3 = {
+    "235b-a22b": dict(
+        layers=94, hidden=4096, heads=64, ffn=1536, params_B=235
+    ),
+}
+QWEN3_NOTE = (
+    "The table's MoE runs force an even load over the experts and drop "
+    "no token. Each layer's experts go whole to EP GPUs drawn from the "
+    "TP x DP GPUs of a stage (Megatron-Core's MoE parallel folding, "
+    "expert tensor parallelism 1, assumed). Recomputation and optimizer "
+    "sharding are not in the table: taken as none and ZeRO-1."
+)
+
+
+def _qwen3(release, size, gpus, batch, mbs, tp, pp, vp, ep, tps):
+    """A Qwen3 MoE row of a NeMo release's DGX-H100 table (FP8)."""
+    return Run(
+        label=f"nemo-{release}-qwen3-{size}-{gpus}",
+        source=f"{NEMO}, NeMo {release}",
+        chosen=True,
+        note=QWEN3_NOTE,
+        model=f"Qwen3 {size.upper()}",
+        kv_heads=4,
+        head_dim=128,
+        experts=128,
+        top_k=8,
+        gated=True,
+        tied_embeddings=False,
+        vocab=151936,
+        seq_len=4096,
+        **QWEN3[size],
+        **NEMO_H100,
+        gpus=gpus,
+        framework="NeMo (Megatron-Bridge, Transformer Engine)",
+        tp=tp,
+        pp=pp,
+        dp=gpus // (tp * pp),
+        cp=1,
+        ep=ep,
+        zero=1,
+        schedule="interleaved",
+        chunks=vp,
+        micro_batch=mbs,
+        global_batch=batch,
+        recompute="none",
+        sequence_parallel=tp > 1,
+        embedding_slots=True,
+        flash_attention=True,
+        precision="fp8-linear",
+        figure=tps,
+        unit="tokens/s/GPU",
+        formula=None,
+        counts_recompute=None,
+        counts_attention=None,
+        assumed=("recompute", "zero"),
+    )
+
+
+NEMO_RUNS += (
+    _qwen3("25.11", "235b-a22b", 256, 2048, 1, 2, 8, 4, 32, 1575),
+    _qwen3("26.02", "235b-a22b", 256, 8192, 1, 2, 8, 4, 32, 1633),
 )
 # --8<-- [end:rows]
 
