@@ -1,7 +1,7 @@
 """The charts: accessible, drawn from the labs, kept under the one cache
-key; and the pipeline schedule lab they draw from. (That a fresh
-process draws them byte for byte again, tests/test_build.py checks on
-the whole site.)"""
+key. (That a fresh process draws them byte for byte again,
+tests/test_build.py checks on the whole site; the pipeline schedule
+lab they draw from, tests/test_pipeline.py.)"""
 
 import math
 import re
@@ -24,12 +24,6 @@ from course.charts._common import COMMS_JOB, P7B
 from snippets.comms.cost import comms_cost
 from snippets.ddp.allreduce import allreduce_bytes
 from snippets.pipeline.bubble import bubble_fraction
-from snippets.pipeline.schedule import (
-    KINDS,
-    idle_fraction,
-    peak_in_flight,
-    pipeline_schedule,
-)
 from snippets.zero.memory import memory_per_gpu
 
 # The figures fixture draws every chart: seconds alone, minutes under
@@ -52,79 +46,6 @@ def project_copy(dest):
             ignore=shutil.ignore_patterns("__pycache__"),
         )
     return dest
-
-
-# --- the schedule lab -------------------------------------------------
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_schedule_idles_as_long_as_bubble_fraction(kind):
-    for stages, micro, (fwd, bwd) in product(
-        range(1, 7), range(1, 13), ((1, 1), (1, 2), (2, 3))
-    ):
-        slots = pipeline_schedule(stages, micro, kind, fwd, bwd)
-        assert math.isclose(
-            idle_fraction(slots), bubble_fraction(stages, micro, kind)
-        ), (stages, micro, fwd, bwd)
-        # fill and drain cost p - 1 slots of one forward and backward
-        step = max(s.end for s in slots)
-        assert step == (micro + stages - 1) * (fwd + bwd)
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_schedule_respects_dependencies(kind):
-    stages, micro = 4, 6
-    slots = pipeline_schedule(stages, micro, kind)
-    end = {(s.stage, s.kind, s.micro): s.end for s in slots}
-    start = {(s.stage, s.kind, s.micro): s.start for s in slots}
-    assert len(slots) == 2 * stages * micro
-    for st in range(stages):
-        mine = sorted((s.start, s.end) for s in slots if s.stage == st)
-        gaps = zip(mine, mine[1:], strict=False)
-        assert all(a[1] <= b[0] for a, b in gaps), "overlap"
-        for i in range(micro):
-            if st > 0:
-                assert start[(st, "F", i)] >= end[(st - 1, "F", i)]
-            if st < stages - 1:
-                assert start[(st, "B", i)] >= end[(st + 1, "B", i)]
-            assert start[(st, "B", i)] >= end[(st, "F", i)]
-
-
-def test_1f1b_keeps_at_most_p_micro_batches_in_flight():
-    for stages, micro in product(range(1, 9), range(1, 17)):
-        gpipe = pipeline_schedule(stages, micro, "gpipe")
-        one = pipeline_schedule(stages, micro, "1f1b")
-        for st in range(stages):
-            assert peak_in_flight(one, st) == min(stages - st, micro)
-            assert peak_in_flight(gpipe, st) == micro
-        assert max(peak_in_flight(one, s) for s in range(stages)) <= stages
-
-
-@pytest.mark.parametrize(
-    "kwargs, error, words",
-    [
-        ({"stages": 0, "microbatches": 4}, ValueError, "stages"),
-        ({"stages": 4, "microbatches": 2.0}, TypeError, "microbatches"),
-        (
-            {"stages": 4, "microbatches": 4, "schedule": "zero-bubble"},
-            ValueError,
-            "'gpipe', '1f1b', 'interleaved'",
-        ),
-        (
-            {"stages": 4, "microbatches": 9, "schedule": "interleaved"},
-            ValueError,
-            "microbatches must be a multiple of the rounds",
-        ),
-        (
-            {"stages": 4, "microbatches": 4, "backward": 0},
-            ValueError,
-            "backward",
-        ),
-    ],
-)
-def test_schedule_rejects_bad_input(kwargs, error, words):
-    with pytest.raises(error, match=re.escape(words)):
-        pipeline_schedule(**kwargs)
 
 
 # --- the charts -------------------------------------------------------

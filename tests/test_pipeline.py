@@ -2,6 +2,8 @@
 schedules, by formula and by a slot-by-slot simulation; what Megatron
 tensor parallelism sends per layer, against its compute."""
 
+from itertools import product
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -88,19 +90,48 @@ def test_megatron_ratio_edges():
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize(("p", "m"), [(1, 1), (2, 3), (4, 8), (4, 16)])
-def test_simulated_schedule_idles_as_the_formula_says(kind, p, m):
-    """With backward = 2 x forward (the default), the slot-by-slot
+def test_simulated_schedule_idles_as_the_formula_says(kind):
+    """Slot by slot, whatever the forward and backward take, the
     schedule idles exactly (p - 1) / (m + p - 1) of the step."""
-    slots = pipeline_schedule(p, m, kind)
-    assert idle_fraction(slots) == pytest.approx(bubble_fraction(p, m, kind))
-    assert len(slots) == 2 * p * m
+    for stages, micro, (fwd, bwd) in product(
+        range(1, 7), range(1, 17), ((1, 1), (1, 2), (2, 3))
+    ):
+        slots = pipeline_schedule(stages, micro, kind, fwd, bwd)
+        assert idle_fraction(slots) == pytest.approx(
+            bubble_fraction(stages, micro, kind), rel=1e-9
+        ), (stages, micro, fwd, bwd)
+        assert len(slots) == 2 * stages * micro
+        # fill and drain cost p - 1 slots of one forward and backward
+        step = max(s.end for s in slots)
+        assert step == (micro + stages - 1) * (fwd + bwd)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_schedule_respects_dependencies(kind):
+    stages, micro = 4, 6
+    slots = pipeline_schedule(stages, micro, kind)
+    end = {(s.stage, s.kind, s.micro): s.end for s in slots}
+    start = {(s.stage, s.kind, s.micro): s.start for s in slots}
+    for stage in range(stages):
+        mine = sorted((s.start, s.end) for s in slots if s.stage == stage)
+        gaps = zip(mine, mine[1:], strict=False)
+        assert all(a[1] <= b[0] for a, b in gaps), "overlap"
+        for i in range(micro):
+            if stage > 0:
+                assert start[(stage, "F", i)] >= end[(stage - 1, "F", i)]
+            if stage < stages - 1:
+                assert start[(stage, "B", i)] >= end[(stage + 1, "B", i)]
+            assert start[(stage, "B", i)] >= end[(stage, "F", i)]
 
 
 def test_1f1b_keeps_at_most_p_microbatches_in_flight():
-    gpipe, one_f_one_b = (pipeline_schedule(4, 8, k) for k in KINDS)
-    assert [peak_in_flight(gpipe, s) for s in range(4)] == [8] * 4
-    assert [peak_in_flight(one_f_one_b, s) for s in range(4)] == [4, 3, 2, 1]
+    for stages, micro in product(range(1, 9), range(1, 17)):
+        gpipe = pipeline_schedule(stages, micro, "gpipe")
+        one = pipeline_schedule(stages, micro, "1f1b")
+        for stage in range(stages):
+            assert peak_in_flight(one, stage) == min(stages - stage, micro)
+            assert peak_in_flight(gpipe, stage) == micro
+        assert max(peak_in_flight(one, s) for s in range(stages)) <= stages
 
 
 @pytest.mark.parametrize(
