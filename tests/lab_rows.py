@@ -59,12 +59,36 @@ SIZES = (
     "tflops_per_gpu",
     "unit_params",
 )
+# the slots of one step, as the pipeline schedule labs return them
+SLOTS = inputs.Kind(
+    [
+        ([], ValueError),
+        (None, TypeError),
+        (4, TypeError),
+        ("FB", TypeError),
+        ("FBW", TypeError),
+        ([(0, 0, 1, "F", 0)], TypeError),
+    ]
+)
+# a stage of a 4-stage schedule: an int in 0..3
+STAGE_OF_4 = inputs.Kind(
+    [
+        (-1, ValueError),
+        (4, ValueError),
+        (99, ValueError),
+        (1.0, TypeError),
+        ("0", TypeError),
+        (None, TypeError),
+        (True, TypeError),
+    ]
+)
 KINDS = {
     **dict.fromkeys(COUNTS, inputs.COUNT),
     **dict.fromkeys(SIZES, inputs.POSITIVE),
     "bytes_optim": inputs.NON_NEGATIVE,
     "causal": inputs.FLAG,
     "flash_attention": inputs.FLAG,
+    "slots": SLOTS,
 }
 
 

@@ -25,7 +25,7 @@ from snippets.pipeline.tensor import tp_bytes_per_layer, tp_layer_seconds
 from snippets.walls.walls import FLOPS_PER_PARAM_TOKEN
 from tests import lab_inputs as inputs
 from tests.lab_inputs import PROFILE, REL, small_count
-from tests.lab_rows import row
+from tests.lab_rows import STAGE_OF_4, row
 
 F = 989 * 0.40  # TFLOP/s: an H100 at 40% of its dense bf16 peak
 
@@ -381,28 +381,6 @@ FRACTION = inputs.Kind(
         *inputs.NOT_A_NUMBER,
     ]
 )
-# the slots of one step, as pipeline_schedule returns them
-SLOTS = inputs.Kind(
-    [
-        ([], ValueError),
-        (None, TypeError),
-        (4, TypeError),
-        ("FB", TypeError),
-        ([(0, 0, 1, "F", 0)], TypeError),
-    ]
-)
-# a stage of the 4-stage schedule below: an int in 0..3
-STAGE = inputs.Kind(
-    [
-        (-1, ValueError),
-        (4, ValueError),
-        (99, ValueError),
-        (1.0, TypeError),
-        ("0", TypeError),
-        (None, TypeError),
-        (True, TypeError),
-    ]
-)
 FOUR_STAGES = pipeline_schedule(4, 8)
 BAD_INPUT = [
     row(
@@ -416,12 +394,11 @@ BAD_INPUT = [
         schedule=SLOT_KIND,
         backward=inputs.COUNT,
     ),
-    row(idle_fraction, {"slots": FOUR_STAGES}, slots=SLOTS),
+    row(idle_fraction, {"slots": FOUR_STAGES}),
     row(
         peak_in_flight,
         {"slots": FOUR_STAGES, "stage": 0},
-        slots=SLOTS,
-        stage=STAGE,
+        stage=STAGE_OF_4,
     ),
     row(
         tp_bytes_per_layer,

@@ -24,7 +24,7 @@ from snippets.pipeline.zero_bubble import (
 )
 from snippets.pipeline.zero_bubble_ladder import pick_schedule
 from tests import lab_inputs as inputs
-from tests.lab_rows import row
+from tests.lab_rows import STAGE_OF_4, row
 
 SHAPES = [(2, 2), (2, 5), (3, 9), (4, 4), (4, 8), (4, 12), (8, 16), (8, 24)]
 TIMES = [(1, 1, 1), (2, 2, 1), (1, 2, 1), (2, 1, 1), (3, 2, 2), (2, 3, 2)]
@@ -226,25 +226,6 @@ def test_the_ladders_choice():
 # --- bad input -------------------------------------------------------------
 
 SCHEDULE = inputs.choice(SCHEDULES)
-SLOTS = inputs.Kind(
-    [
-        ([], ValueError),
-        (None, TypeError),
-        (4, TypeError),
-        ("FBW", TypeError),
-        ([(0, 0, 1, "F", 0)], TypeError),
-    ]
-)
-STAGE = inputs.Kind(
-    [
-        (-1, ValueError),
-        (4, ValueError),
-        (99, ValueError),
-        (1.0, TypeError),
-        ("0", TypeError),
-        (None, TypeError),
-    ]
-)
 FOUR = zero_bubble_schedule(4, 8, "zbv")
 BAD_INPUT = [
     row(
@@ -254,8 +235,8 @@ BAD_INPUT = [
         backward_input=inputs.COUNT,
         backward_weight=inputs.COUNT,
     ),
-    row(steady_idle_fraction, {"slots": FOUR}, slots=SLOTS),
-    row(peak_held, {"slots": FOUR, "stage": 0}, slots=SLOTS, stage=STAGE),
+    row(steady_idle_fraction, {"slots": FOUR}),
+    row(peak_held, {"slots": FOUR, "stage": 0}, stage=STAGE_OF_4),
     row(
         published_bubble,
         {
