@@ -222,16 +222,13 @@ def test_backward_share_above_one_is_refused():
 
 # 121 one-way bandwidths from 1e6 down to 1e-6 GB/s, ten per decade.
 SWEEP = [10 ** (6 - i / 10) for i in range(121)]
+# parameters, ranks and TFLOP/s per GPU of a job
+JOB = (st.integers(10**6, 10**12), many, st.floats(1, 2000))
+ACCUM = st.integers(min_value=1, max_value=64)
 
 
 @PROFILE
-@given(
-    st.integers(min_value=10**6, max_value=10**12),
-    many,
-    st.floats(min_value=1, max_value=2000),
-    st.integers(min_value=1, max_value=1_000_000),
-    st.integers(min_value=1, max_value=64),
-)
+@given(*JOB, st.integers(min_value=1, max_value=1_000_000), ACCUM)
 def test_verdict_flips_exactly_once_as_bandwidth_falls(
     psi, n, tflops, tokens, accum
 ):
@@ -255,13 +252,7 @@ def test_verdict_flips_exactly_once_as_bandwidth_falls(
 
 
 @PROFILE
-@given(
-    st.integers(min_value=10**6, max_value=10**12),
-    many,
-    st.floats(min_value=1, max_value=2000),
-    st.floats(min_value=0.01, max_value=1000),
-    st.integers(min_value=1, max_value=64),
-)
+@given(*JOB, st.floats(min_value=0.01, max_value=1000), ACCUM)
 def test_accumulation_scales_compute_only(psi, n, tflops, bw, accum):
     one = comms_cost(psi, n, tflops, bw)
     acc = comms_cost(psi, n, tflops, bw, accum_steps=accum)
