@@ -39,6 +39,11 @@ BENCHMARKS = {
     for run in CHOSEN
     if run.label.startswith(("torchtitan-405b-3d", "torchtitan-405b-4d"))
 }
+# NeMo's Qwen3 235B-A22B spreads its experts over 32 GPUs of four nodes.
+# The planner prices every expert's matrix multiply at the dense share
+# and every all-to-all unhidden, so it rates experts kept on one node,
+# or not spread at all, more than twice as fast (the page says so).
+EXPERTS_SPREAD = {run.label for run in CHOSEN if run.ep > 1}
 
 
 def test_the_defaults_are_what_the_fit_returns():
@@ -112,6 +117,13 @@ def test_layouts_on_one_cluster_rank_in_the_measured_order(group):
             ),
         )
         if run.label in BENCHMARKS
+        else pytest.param(
+            run,
+            marks=pytest.mark.xfail(
+                strict=True, reason="all-to-alls across nodes, unhidden"
+            ),
+        )
+        if run.label in EXPERTS_SPREAD
         else run
         for run in CHOSEN
     ],

@@ -10,7 +10,8 @@ from snippets.planner.cost import FIT
 from snippets.planner.fit import START, fit, job, predict
 from snippets.planner.layouts import name, plan_layouts
 
-SAME = ("dp", "tp", "pp", "cp", "zero", "recompute", "sequence_parallel")
+SAME = ("dp", "tp", "pp", "cp", "ep", "zero", "recompute")
+SAME += ("sequence_parallel",)
 SAME += ("embedding_slots", "schedule", "chunks")
 
 
