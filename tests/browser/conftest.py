@@ -13,7 +13,7 @@ import pytest
 
 from course.build import runner
 from course.tools.serve import serve
-from tests.browser.helpers import LAPTOP, SITE
+from tests.browser.helpers import LAPTOP, SITE, watch
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -61,25 +61,7 @@ def browser_context_args(browser_context_args):
 def page(page, base_url):
     """pytest-playwright's page, kept on 127.0.0.1, with what went wrong
     in `page.problems`: the test fails if any remain."""
-    problems = page.problems = []
-
-    def route(route):
-        url = route.request.url
-        if url.startswith((base_url, "data:", "blob:")):
-            return route.continue_()
-        problems.append(f"request to another host: {url}")
-        return route.abort()
-
-    page.context.route("**/*", route)
-    page.on(
-        "console",
-        lambda m: m.type == "error" and problems.append(f"console: {m.text}"),
-    )
-    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
-    page.on(
-        "response",
-        lambda r: r.status >= 400 and problems.append(f"{r.status} {r.url}"),
-    )
+    problems = page.problems = watch(page, base_url)
     yield page
     assert not problems, "\n".join(problems)
 

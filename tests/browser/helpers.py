@@ -34,6 +34,32 @@ def lesson_pages():
     return {""} | {f.removesuffix(".md") + "/" for f in files}
 
 
+def watch(page, base_url):
+    """What goes wrong on `page`, as a list it keeps filling: requests
+    to another host (aborted), console errors, uncaught exceptions and
+    HTTP errors. Kept on 127.0.0.1: `base_url`, data: and blob: only."""
+    problems = []
+
+    def route(route):
+        url = route.request.url
+        if url.startswith((base_url, "data:", "blob:")):
+            return route.continue_()
+        problems.append(f"request to another host: {url}")
+        return route.abort()
+
+    page.context.route("**/*", route)
+    page.on(
+        "console",
+        lambda m: m.type == "error" and problems.append(f"console: {m.text}"),
+    )
+    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
+    page.on(
+        "response",
+        lambda r: r.status >= 400 and problems.append(f"{r.status} {r.url}"),
+    )
+    return problems
+
+
 def serious_axe(page, context):
     """axe-core's serious and critical findings in `context` (a CSS
     selector): each element, and axe's summary with its colours."""

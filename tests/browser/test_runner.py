@@ -14,13 +14,20 @@ import difflib
 import itertools
 import json
 import re
+from types import SimpleNamespace
 
 import pytest
 from sybil import Document
 
 from course import ROOT
 from course.build import execute, runner
-from tests.browser.helpers import SITE, serious_axe, site_pages
+from tests.browser.helpers import (
+    LAPTOP,
+    SITE,
+    serious_axe,
+    site_pages,
+    watch,
+)
 from tests.docblocks import PAGES, code, parse
 
 ELEMENT = re.compile(
@@ -139,33 +146,80 @@ RUN_CODE = """async ([module, lab, code]) => {
   if (result.error) return ["error", (result.output || "") + result.error];
   return ["done", result.output];
 }"""
+LABS = [(path, n) for path in LAB_PAGES for n in range(len(runners(path)))]
+CHAINS = {}  # page -> (its CPython session, the code run there so far)
 
 
-def test_every_lab_prints_its_record_and_an_edit_what_cpython_prints(
-    page, base_url
-):
-    """Every lab of every page, run as its Run button runs it: through
-    run.js's runCode, with the page's setup, limit and archive, in one
-    Python (as a reader's stays loaded on a page); then edited, as a
-    reader edits it, against CPython. Python loads on the first run
-    only, from the site's own files."""
-    loaded = []
-    page.on("request", lambda r: loaded.append(r.url))
+def edited_in_cpython(lab):
+    """What CPython prints for the lab's edited code after its setup.
+    The labs of a page are taken in page order, so the runner's session
+    that ran the page's earlier labs (edited: EDIT only prints) needs
+    only the setup blocks it has not run yet; any other order starts a
+    fresh session, as in_cpython does."""
+    text, limit = f"{EDIT}\n{lab['source']}", lab["limit"]
+    session, done = CHAINS.pop(lab["page"], (None, []))
+    if not done or lab["setup"][: len(done)] != done:
+        session, done = f"browser-{next(SESSIONS)}", []
+    for earlier in lab["setup"][len(done) :]:  # within the Run's limit
+        execute.run(earlier, where=session, session=session, limit=limit)
+    shown = execute.run(text, where=session, session=session, limit=limit)
+    CHAINS[lab["page"]] = (session, [*lab["setup"], lab["source"]])
+    return shown
+
+
+@pytest.fixture(scope="module")
+def python(browser, base_url):
+    """One page whose Python stays loaded for this module's labs on a
+    worker, as a reader's stays loaded on a page: its `page`, the URLs
+    it `loaded`, what went wrong on it (`problems`) and whether its
+    Python is `up`. Nothing of Python loads before the first Run."""
+    context = browser.new_context(viewport=LAPTOP)
+    page = context.new_page()
+    tab = SimpleNamespace(page=page, loaded=[], up=False)
+    tab.problems = watch(page, base_url)
+    page.on("request", lambda r: tab.loaded.append(r.url))
     page.goto(base_url + "zero/")
-    assert not any("pyodide" in url for url in loaded), loaded
+    assert not any("pyodide" in url for url in tab.loaded), tab.loaded
+    yield tab
+    context.close()
+
+
+@pytest.mark.parametrize(
+    ("path", "n"), LABS, ids=[f"{path}{n + 1}" for path, n in LABS]
+)
+def test_every_lab_prints_its_record_and_an_edit_what_cpython_prints(
+    python, base_url, path, n
+):
+    """Each lab of each page, run as its Run button runs it (run.js's
+    runCode, with the page's setup, limit and archive) after a reader's
+    edit: a first line that prints the last three of its globals. What
+    follows that line is the lab's record, and all of it what CPython
+    prints for the edited code. Python loads on a worker's first Run
+    only (or after a Run that was stopped), from the site's own files.
+    (The ZeRO page's test below runs its labs unedited, with the
+    buttons.)"""
+    lab = runners(path)[n]
+    text = f"{EDIT}\n{lab['source']}"
     module = base_url + "assets/run/run.js"  # the page's own run.js
-    wrong = []
-    labs = [lab for path in LAB_PAGES for lab in runners(path)]
-    for lab in labs:
-        for text in (lab["source"], f"{EDIT}\n{lab['source']}"):
-            state, shown = page.evaluate(RUN_CODE, [module, lab, text])
-            if why := wrong_run(lab, text, state, shown):
-                wrong.append(f"{lab['page']} {why}")
-    assert not wrong, "\n\n".join(wrong)
-    assert len(labs) == sum(len(runners(p)) for p in site_pages())
-    name, _ = runner.archive()
-    assert sum(url.endswith("pyodide.asm.wasm") for url in loaded) == 1
-    assert any(url.endswith(name) for url in loaded)
+    wasm = [u for u in python.loaded if u.endswith("pyodide.asm.wasm")]
+    try:
+        state, shown = python.page.evaluate(RUN_CODE, [module, lab, text])
+        loads = [u for u in python.loaded if u.endswith("pyodide.asm.wasm")]
+        was_up, python.up = python.up, state != "stopped"  # Stop ends it
+        assert len(loads) - len(wasm) == (0 if was_up else 1), loads
+        assert state == "done", f"({state}):\n{shown}"
+        _, _, rest = shown.partition("\n")
+        want = RECORDS[lab["page"], lab["source"]]
+        assert rest.rstrip("\n") == want, diff(
+            want, rest.rstrip("\n"), "record", "Run"
+        )
+        cpython = edited_in_cpython(lab)
+        assert shown == cpython, diff(cpython, shown, "CPython", "Run")
+        name, _ = runner.archive()
+        assert any(url.endswith(name) for url in python.loaded)
+        assert not python.problems, "\n".join(python.problems)
+    finally:
+        python.problems.clear()
 
 
 @pytest.mark.parametrize("path", LAB_PAGES)
