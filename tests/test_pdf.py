@@ -13,7 +13,8 @@ from pypdf import PdfReader
 from course.tools import pdf
 from tests.site_text import SITE, built, h1, nav_sources, outputs, squeeze
 
-pytestmark = pytest.mark.slow
+# One worker reads the PDF (its fixtures take most of this file's time)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("pdf")]
 PDF = SITE / "course.pdf"
 # pages of paper: 216 at the time of writing; a layout that loses its
 # scale or its print rules moves far from it

@@ -4,7 +4,8 @@ the planner prints for a tiny model is run on CPU ranks (fp32, gloo,
 two steps), and what each rank holds and what each data-parallel
 collective moves is set against the planner's prediction for the same
 model and layout: within 10%. One sweep per world size shares the
-start-up of its runs."""
+start-up of its runs, on one worker (an xdist_group per world size), so
+the three sweeps spread across workers and none runs twice."""
 
 import json
 import shlex
@@ -74,30 +75,46 @@ def flags(name):
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    """Every layout's run, by name: one sweep per world size."""
-    runs = {}
-    for world in sorted({w for w, *_ in LAYOUTS.values()}):
-        names = [n for n, (w, *_) in LAYOUTS.items() if w == world]
-        out = tmp_path_factory.mktemp("sweep") / f"{world}.json"
-        command = launch_command(
-            "sweep", world, [flags(n) for n in names], out
+    """measured(name): the layout's run, from one sweep of every layout
+    of its world size, made on first use."""
+    sweeps = {}
+
+    def run_of(name):
+        world = LAYOUTS[name][0]
+        if world not in sweeps:
+            names = [n for n, (w, *_) in LAYOUTS.items() if w == world]
+            out = tmp_path_factory.mktemp("sweep") / f"{world}.json"
+            command = launch_command(
+                "sweep", world, [flags(n) for n in names], out
+            )
+            done = run(command, timeout=240)
+            assert done.returncode == 0, what_failed(done.stderr)
+            sweeps[world] = dict(zip(names, load(out), strict=True))
+        return sweeps[world][name]
+
+    return run_of
+
+
+def by_world(names):
+    """The layouts as parameters, each in its world size's xdist_group."""
+    return [
+        pytest.param(
+            n, marks=pytest.mark.xdist_group(f"small-scale-{LAYOUTS[n][0]}")
         )
-        done = run(command, timeout=240)
-        assert done.returncode == 0, what_failed(done.stderr)
-        runs |= dict(zip(names, load(out), strict=True))
-    return runs
+        for n in names
+    ]
 
 
 def agree(measured, predicted):
     return abs(measured - predicted) <= TOLERANCE * predicted
 
 
-@pytest.mark.parametrize("name", list(LAYOUTS))
+@pytest.mark.parametrize("name", by_world(LAYOUTS))
 def test_the_planner_predicts_what_each_rank_holds(measured, name):
     model, cluster, training, layout = job(name)
     planned = check_layout(layout, model, cluster, training)
     memory = estimate(planned)["memory_per_gpu_GB"]
-    state = measured[name].measured.state
+    state = measured(name).measured.state
     found = {
         "parameters": max(s.params for s in state),
         "gradients": max(s.grads for s in state),
@@ -109,12 +126,14 @@ def test_the_planner_predicts_what_each_rank_holds(measured, name):
         assert agree(value, expected[kind]), f"{name} {kind}: {report}"
 
 
-@pytest.mark.parametrize("name", [n for n in LAYOUTS if n not in UNCOUNTED])
+@pytest.mark.parametrize(
+    "name", by_world(n for n in LAYOUTS if n not in UNCOUNTED)
+)
 def test_the_planner_predicts_the_data_parallel_traffic(measured, name):
     model, cluster, training, layout = job(name)
     planned = check_layout(layout, model, cluster, training)
     expected = collective_bytes(planned, stage=0)
-    found = measured[name].measured.traffic
+    found = measured(name).measured.traffic
     report = json.dumps({"measured": found, "planned": expected})
     for kind, value in found.items():
         assert agree(value, expected[kind]), f"{name} {kind}: {report}"
