@@ -13,7 +13,7 @@ from markdown_exec import markdown_config
 from mkdocs.config import load_config
 
 from course import ROOT
-from course.build import execute, hooks, labs
+from course.build import cache, execute, hooks, labs
 from tests.project import processes_in
 
 CONFIG = load_config(str(ROOT / "mkdocs.yml"))
@@ -267,3 +267,31 @@ def test_a_notebook_page_loses_jupyterlab_css_and_random_cell_ids():
     assert re.findall(r'id="cell-id=(\w+)"', out) == ["1", "2"]
     assert '<pre tabindex="0">x = 1</pre>' in out
     assert content("ddp.md") == html
+
+
+def test_a_kept_value_is_made_once_for_each_content_of_its_sources(
+    tmp_path, monkeypatch
+):
+    """cache.kept: made once, then read back; made again when a module
+    the computing module imports (here snippets.planner.fit) changes."""
+    monkeypatch.setattr(cache, "_used", tmp_path)
+    made = []
+
+    def compute():
+        made.append(len(made) + 1)
+        return {"made": made[-1]}
+
+    compute.__module__ = "snippets.planner.accuracy"
+    assert cache.kept("value", compute) == cache.kept("value", compute)
+    assert made == [1]
+    edited = tmp_path / "fit.py"
+    fit = cache.source("snippets.planner.fit")
+    edited.write_bytes(fit.read_bytes() + b"\n# an edit\n")
+    real = cache.source
+    monkeypatch.setattr(
+        cache,
+        "source",
+        lambda name: edited if real(name) == fit else real(name),
+    )
+    assert cache.kept("value", compute) == {"made": 2}
+    assert len(list((tmp_path / "value").iterdir())) == 1  # the old key

@@ -4,6 +4,7 @@ compared on one cluster, and the layouts their authors chose."""
 
 import pytest
 
+from course.build import cache
 from snippets.planner import runs
 from snippets.planner.accuracy import (
     authors_choice,
@@ -21,8 +22,10 @@ from snippets.planner.layouts import evaluate_layout
 @pytest.fixture(scope="module")
 def held():
     """The fit with each source held out: seven fits, so in a fixture
-    (a test's time limit) and not at import (the collection's)."""
-    return held_out_fits()
+    (a test's time limit) and not at import (the collection's), made
+    once for each content of the planner's sources (and kept: the chart
+    of the page reads the same; one of them is refitted below)."""
+    return cache.kept("held-out-fits", held_out_fits)
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@ measured run's tokens/s per GPU against the cost model's prediction by
 a fit that held the run's source out, on log axes around y = x
 (snippets/planner/accuracy.py)."""
 
+from course.build import cache
 from course.charts._svg import INK, PALETTE, figure_html, new_figure, style
 from snippets.planner import runs
 from snippets.planner.accuracy import compared, held_out_fits, summary
@@ -18,7 +19,8 @@ SOURCES = (
 
 
 def draw():
-    held = held_out_fits()
+    # seven fits, kept under the planner's sources (shared with tests)
+    held = cache.kept("held-out-fits", held_out_fits)
     rows = [compared(run, held=held) for run in runs.RUNS]
     for r in rows:  # the prediction that never saw the run's source
         r["predicted"] = r["measured"] * (1 + r["held_out_error"])
