@@ -61,6 +61,7 @@ class Block:
     code: str
     session: str | None
     where: str = ""
+    limit: float = 0.0  # its time limit, seconds
     ran: bool = True  # False: its HTML came from the cache, unrun
 
 
@@ -158,9 +159,10 @@ class Build:
             )
             earlier = execute.session_setup(self.blocks, session)
             setup = [b.code for b in earlier]
-            block = Block(code, session, where)
+            block = Block(code, session, where, limit)
             self.blocks.append(block)
-            stored = self.stored(source, language, options, setup, limit)
+            limits = [limit, *(b.limit for b in earlier)]
+            stored = self.stored(source, language, options, setup, limits)
             if stored and stored.is_file():
                 block.ran = False
                 if options["source"] == "lab":
@@ -183,7 +185,8 @@ class Build:
                     html=options["html"],
                     result=options["result"],
                     idea=labs.idea(shown, labs.pick(extra.get("idea"))),
-                    runner=self.runner(code, setup, limit),
+                    # a Run runs the setup again: its limits count too
+                    runner=self.runner(code, setup, sum(limits)),
                     stash={},
                 )
                 self.labs += 1
@@ -219,7 +222,7 @@ class Build:
                     raise execute.SnippetError(f"{where}: {error}") from None
         return self.worker.run(code, where=where, limit=limit, session=session)
 
-    def stored(self, source, language, options, setup, limit):
+    def stored(self, source, language, options, setup, limits):
         """Where the HTML of this block is kept under course.build.cache's key
         and mkdocs.yml's digest, or None with the cache off. The name
         holds all else the HTML depends on but the block's line, which
@@ -229,7 +232,7 @@ class Build:
         options = dict(options, extra=dict(options["extra"], line=None))
         page = self.page.file.src_uri if self.page else ""
         what = [page, self.labs, language, source, setup]
-        text = json.dumps([*what, options, limit], sort_keys=True)
+        text = json.dumps([*what, options, limits], sort_keys=True)
         name = hashlib.sha256(text.encode()).hexdigest()[:32]
         return self.kept / f"{name}.html"
 
