@@ -151,6 +151,9 @@ def test_kubeflow_drops_an_unknown_key(manifest):
     assert back != manifest
 
 
+# Ten Python processes start and import Ray, two import torch: on a
+# 2-core machine at a load of 20 one run took 7 minutes.
+@pytest.mark.timeout(960)
 def test_ray_train_runs_the_script_and_prints_the_record():
     """The run trains again; its losses match the page's to the last
     printed digit (4 decimals), give or take one in that digit."""
@@ -159,7 +162,7 @@ def test_ray_train_runs_the_script_and_prints_the_record():
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=540,
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     printed = done.stdout.strip().splitlines()
