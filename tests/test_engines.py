@@ -3,9 +3,9 @@ which installs the engines group first): torchtitan's ConfigManager
 parses the settings, DeepSpeed's DeepSpeedConfig loads the JSON,
 Kubeflow's training SDK reads the PyTorchJob, and Ray Train trains the
 course's script on 2 CPU workers and prints what the page shows.
-Megatron-LM's flags are parsed by its repository's training scripts
-(megatron/training/arguments.py), which the megatron-core wheel does
-not ship: not checked here."""
+Megatron-LM's flags are parsed by megatron/training/arguments.py,
+which megatron-core ships from 0.17 on, for Python 3.12 and later only
+(0.16.1, the newest for this project's 3.11, lacks it): not checked."""
 
 import json
 import subprocess
