@@ -39,6 +39,7 @@ def test_the_script_has_no_measuring_flags():
     assert {"--strategy", "--tp", "--pp", "--steps"} <= flags
 
 
+@pytest.mark.slow  # a process that imports torch
 def test_a_measuring_flag_given_to_the_script_is_refused():
     done = subprocess.run(
         [sys.executable, "-m", "snippets.torchrun.train", "--check"],
