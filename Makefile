@@ -101,7 +101,7 @@ $(ENGINES): pyproject.toml | $(STAMP)
 	touch $@
 
 .PHONY: test-engines
-test-engines: setup $(ENGINES) ## The beyond page's configs in torchtitan and DeepSpeed; Ray Train
+test-engines: setup $(ENGINES) ## The beyond page's configs in torchtitan, DeepSpeed and Kubeflow's PyTorchJob; Ray Train
 	$(BIN)/pytest -m engines tests/test_engines.py
 
 .PHONY: stress
