@@ -124,10 +124,12 @@ class Ahead:
             return
 
     def close(self):
-        """Cancel what the pool has not started, and stop its worker."""
+        """Stop the pool's worker, mid-chart or idle, and cancel what it has
+        not started. The pool's own thread reaps the worker, and shutdown
+        waits for that thread: a join here as well would race it for the
+        child's exit status (a join that lost saw the worker still alive)."""
         if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
             for worker in self.workers:
                 worker.kill()
-                worker.join()
+            self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
