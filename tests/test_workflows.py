@@ -11,6 +11,7 @@ action not pinned to a full commit SHA (unpinned-uses) and a checkout
 that keeps its token (artipacked)."""
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -220,6 +221,39 @@ def test_gpu_workflow_runs_weekly_on_an_ephemeral_runner_in_a_container():
         assert {"self-hosted", "gpu", "ephemeral"} <= set(job["runs-on"]), name
         assert "--gpus all" in job["container"]["options"], name
         assert job["container"]["image"], name
+
+
+def gpu_launches():
+    """(step name, the training script's flags) for each torchrun launch
+    of course.instruments.train in the GPU workflow."""
+    for job in load(WORKFLOWS / "gpu.yml")["jobs"].values():
+        for step in job["steps"]:
+            command = step.get("run", "").replace("\\\n", " ")
+            for line in command.splitlines():
+                if "-m course.instruments.train" in line:
+                    flags = line.split("-m course.instruments.train")[1]
+                    flags = flags.split("|")[0].replace('"$OUT', '"out')
+                    yield step["name"], shlex.split(flags)
+
+
+def test_gpu_workflow_launches_the_modern_layouts():
+    flags = [" ".join(f) for _, f in gpu_launches()]
+    for needed in ("--cp 2", "--experts 8", "--pp-schedule zbv"):
+        assert any(needed in f for f in flags), needed
+    assert all("--check" in f for f in flags)
+
+
+@pytest.mark.parametrize("gpus", [4, 8])
+def test_gpu_workflow_flags_pass_the_scripts_checks(gpus):
+    """What the runner would refuse before training, refused here: each
+    launch's flags through the script's own parser, on 4 and 8 GPUs."""
+    from course.instruments.train import parse
+
+    for name, flags in gpu_launches():
+        try:
+            parse(flags, env={"WORLD_SIZE": str(gpus)})
+        except SystemExit as refused:
+            pytest.fail(f"gpu.yml: {name!r} on {gpus} GPUs: exit {refused}")
 
 
 def test_ci_runs_the_engines_tests():
