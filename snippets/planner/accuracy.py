@@ -130,7 +130,8 @@ MEANINGS = {
     "fused_speedup": "how much faster a fused stack (Megatron-LM, NeMo) "
     "runs a layer's compute than PyTorch-native code",
     "fp8_speedup": "an FP8 matrix multiply's speed over a 16-bit one "
-    "(Hopper's datasheet: 2; only torchtitan measures FP8)",
+    "(Hopper's datasheet: 2; NVIDIA's DGX Cloud recipes run one stack "
+    "in both precisions)",
     "overlap": "share of the hideable communication that hides",
 }
 

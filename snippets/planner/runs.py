@@ -1052,6 +1052,74 @@ NEMO_RUNS += (
     _qwen3("25.11", "235b-a22b", 256, 2048, 1, 2, 8, 4, 32, 1575),
     _qwen3("26.02", "235b-a22b", 256, 8192, 1, 2, 8, 4, 32, 1633),
 )
+# NVIDIA's DGX Cloud benchmarking recipes of Llama 3.1 on DGX H100
+# (NeMo 24.09 container, recipes release 25.01): each model in one
+# layout, run in BF16 and in FP8 (Transformer Engine's FP8 linear
+# layers), at the smallest GPU count that trains the whole model. The
+# one fused stack measured in both precisions: it tells the stack's
+# speed-up apart from FP8's.
+DGXC = "NVIDIA/dgxc-benchmarking llama3.1 recipes"
+DGXC_COMMIT = "143b90dd91f9be958fed4773ae95d941a3356a82"
+DGXC_NOTE = (
+    "Step time, global batch, micro-batch and layout (TP, PP, CP, VP) "
+    "from the README's BF16 and FP8 tables; the 405B's 126 layers split "
+    "evenly over 9 stages of 7 chunks. Recomputation, the sharding of "
+    "the optimizer state and the network are not stated: taken as none, "
+    "Megatron's distributed optimizer (ZeRO-1) and a DGX H100's 8 x 400 "
+    "Gb/s, as for NeMo's own tables, and TP overlapped as NeMo's recipes "
+    "do."
+)
+
+
+def _dgxc(size, gpus, global_batch, tp, pp, cp, vp, precision, seconds):
+    """A row of llama3.1/README_{size}.md: BF16 or FP8, one layout."""
+    return Run(
+        label=f"dgxc-{size}-{precision}-{gpus}",
+        source=f"{DGXC}, llama3.1/README_{size}.md at {DGXC_COMMIT[:7]}",
+        chosen=True,
+        note=DGXC_NOTE,
+        model=f"Llama 3.1 {size.upper()}",
+        kv_heads=8,
+        gated=True,
+        tied_embeddings=False,
+        vocab=128256,
+        seq_len=8192,
+        **LLAMA31[size],
+        **NEMO_H100,
+        gpus=gpus,
+        framework="NeMo 24.09 (Megatron-Core, Transformer Engine)",
+        tp=tp,
+        pp=pp,
+        dp=gpus // (tp * pp * cp),
+        cp=cp,
+        zero=1,
+        schedule="interleaved" if vp else ("1f1b" if pp > 1 else "none"),
+        chunks=vp or 1,
+        micro_batch=1,
+        global_batch=global_batch,
+        recompute="none",
+        sequence_parallel=tp > 1,
+        embedding_slots=False,
+        flash_attention=True,
+        precision="fp8-linear" if precision == "fp8" else "bf16",
+        figure=seconds,
+        unit="s/step",
+        formula=None,
+        counts_recompute=None,
+        counts_attention=None,
+        assumed=("recompute", "zero", "nics_per_node", "nic_Gbps", "network"),
+    )
+
+
+DGXC_RUNS = tuple(
+    _dgxc(size, gpus, batch, tp, pp, cp, vp, precision, seconds)
+    for size, gpus, batch, tp, pp, cp, vp, times in (
+        ("8b", 8, 128, 1, 1, 2, None, (12.91, 9.67)),
+        ("70b", 64, 128, 4, 4, 2, 5, (14.72, 11.01)),
+        ("405b", 576, 252, 8, 9, 2, 7, (17.20, 11.24)),
+    )
+    for precision, seconds in zip(("bf16", "fp8"), times, strict=True)
+)
 # --8<-- [end:rows]
 
 
@@ -1142,7 +1210,7 @@ LINKS = (
 # --8<-- [end:links]
 
 MEGATRON_RUNS = TABLE1 + TABLE2
-RUNS = MEGATRON_RUNS + TABLE4 + THREE + TORCHTITAN + NEMO_RUNS
+RUNS = MEGATRON_RUNS + TABLE4 + THREE + TORCHTITAN + NEMO_RUNS + DGXC_RUNS
 
 if __name__ == "__main__":
     # --8<-- [start:demo]
