@@ -1,6 +1,7 @@
 """`pytest --update-outputs` (make update-outputs) re-records what the
 code blocks in docs/ print instead of checking it; tests marked slow
-(browser, torch, full builds) are left out of `make check`.
+(browser, torch, lab processes, every chart drawn afresh, full builds)
+are left out of `make check`.
 
 Time limits: each test has pyproject.toml's `timeout` (pytest-timeout),
 600 s if marked slow, unless it sets its own; importing a test file

@@ -16,12 +16,22 @@ say, is recorded as a digest of its HTML):
 A block that must not run says why on the line before its fence:
 
     <!-- skip: needs torchrun; tests/test_train.py runs this file -->
+
+What a block printed is kept under the build's cache key
+(course/build/cache.py, folder "docblocks"), by its code and time
+limit, the code of the blocks it runs after and pyproject.toml (the
+versions it runs with): after a prose edit no block runs again, after
+an edit under snippets/ or course/ every block does, and with the
+cache off (CI=true, as CI runs) every block runs every time.
 """
 
 import difflib
 import doctest
+import functools
 import hashlib
 import itertools
+import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +41,7 @@ from pymdownx.superfences import RE_OPTIONS
 from sybil import Region
 
 from course import ROOT
-from course.build import execute
+from course.build import cache, execute
 from course.build.fences import PYTHON, expand, fences
 
 PAGES = sorted((ROOT / "docs").rglob("*.md"))
@@ -152,10 +162,27 @@ def code(block):
     return execute.pycon(text)[0] if block.language == "pycon" else text
 
 
+@functools.cache
+def _kept_outputs():
+    """The folder of the blocks' kept outputs, for this process."""
+    return cache.folder("docblocks")
+
+
+def kept_output(block, limit):
+    """Where what `block` prints is kept: named by the digest of its
+    code, its time limit, its setup's code and pyproject.toml."""
+    pins = (ROOT / "pyproject.toml").read_bytes()
+    what = [hashlib.sha256(pins).hexdigest(), limit, code(block)]
+    what += [code(earlier) for earlier in block.setup]
+    name = hashlib.sha256(json.dumps(what).encode()).hexdigest()[:32]
+    return _kept_outputs() / f"{name}.txt"
+
+
 def run(block):
     """What the block prints, run as the build runs it: in a session of
     its own, after the earlier blocks of its page's session (run just
-    before it, in turn, or else now)."""
+    before it, in turn, or else now); or, for the same code, what it
+    printed when it last ran (`kept_output`)."""
     if block.language == "pycon" and not block.executed:
         test = doctest.DocTestParser().get_doctest(
             expand(block.source), {}, block.id, block.id, block.line
@@ -167,6 +194,9 @@ def run(block):
         return ""
     timeout = block.options.get("extra", {}).get("timeout")
     limit = execute.time_limit(timeout, block.id)
+    kept = kept_output(block, limit)
+    if kept.is_file():
+        return kept.read_text(encoding="utf-8")
     session, last = CHAINS.pop((block.path, block.session), (None, None))
     try:
         if not (block.setup and block.setup[-1].id == last):
@@ -181,6 +211,9 @@ def run(block):
         raise
     if block.session:
         CHAINS[block.path, block.session] = (session, block.id)
+    partial = kept.with_name(f"{os.getpid()}.partial")
+    partial.write_text(printed, encoding="utf-8")
+    partial.replace(kept)  # whole, even with another process at it
     return printed
 
 
