@@ -77,7 +77,7 @@ lint: setup ## ruff: lint and format check of code, snippets and tests
 .PHONY: check
 check: setup ## The edit loop, under a minute: lint, lab and docs tests, strict build
 	$(MAKE) lint
-	$(BIN)/pytest -q -m "not slow" -n $(WORKERS) --dist loadgroup --durations=10
+	REUSE_OUTPUTS=1 $(BIN)/pytest -q -m "not slow" -n $(WORKERS) --dist loadgroup --durations=10
 	$(MAKE) build
 
 .PHONY: browser

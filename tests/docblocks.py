@@ -17,12 +17,13 @@ A block that must not run says why on the line before its fence:
 
     <!-- skip: needs torchrun; tests/test_train.py runs this file -->
 
-What a block printed is kept under the build's cache key
-(course/build/cache.py, folder "docblocks"), by its code and time
-limit, the code of the blocks it runs after and pyproject.toml (the
-versions it runs with): after a prose edit no block runs again, after
-an edit under snippets/ or course/ every block does, and with the
-cache off (CI=true, as CI runs) every block runs every time.
+`make check` (REUSE_OUTPUTS=1) keeps what a block printed under the
+build's cache key (course/build/cache.py, folder "docblocks"), by its
+code and time limit, the code of the blocks it runs after and
+pyproject.toml (the versions it runs with): after a prose edit no block
+runs again, after an edit under snippets/ or course/ every block does.
+Otherwise (make test, make update-outputs, CI, pytest by hand) every
+block runs every time.
 """
 
 import difflib
@@ -162,6 +163,9 @@ def code(block):
     return execute.pycon(text)[0] if block.language == "pycon" else text
 
 
+REUSE = os.environ.get("REUSE_OUTPUTS") == "1"
+
+
 @functools.cache
 def _kept_outputs():
     """The folder of the blocks' kept outputs, for this process."""
@@ -194,8 +198,8 @@ def run(block):
         return ""
     timeout = block.options.get("extra", {}).get("timeout")
     limit = execute.time_limit(timeout, block.id)
-    kept = kept_output(block, limit)
-    if kept.is_file():
+    kept = kept_output(block, limit) if REUSE else None
+    if kept and kept.is_file():
         return kept.read_text(encoding="utf-8")
     session, last = CHAINS.pop((block.path, block.session), (None, None))
     try:
@@ -211,9 +215,10 @@ def run(block):
         raise
     if block.session:
         CHAINS[block.path, block.session] = (session, block.id)
-    partial = kept.with_name(f"{os.getpid()}.partial")
-    partial.write_text(printed, encoding="utf-8")
-    partial.replace(kept)  # whole, even with another process at it
+    if kept:
+        partial = kept.with_name(f"{os.getpid()}.partial")
+        partial.write_text(printed, encoding="utf-8")
+        partial.replace(kept)  # whole, even with another process at it
     return printed
 
 
