@@ -78,7 +78,7 @@ lint: setup ## ruff: lint and format check of code, snippets and tests
 check: setup ## The edit loop, under a minute: lint, lab and docs tests, strict build
 	$(MAKE) lint
 	REUSE_OUTPUTS=1 $(BIN)/pytest -q -m "not slow" -n $(WORKERS) --dist loadgroup --durations=10
-	$(MAKE) build
+	FULL_SITE=false $(MAKE) build
 
 .PHONY: browser
 browser: ## Get Debian's Chromium for the browser tests, if missing
