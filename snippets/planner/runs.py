@@ -937,15 +937,12 @@ NEMO_NOTE = (
 )
 
 
-def _nemo(release, size, gpus, global_batch, tp, pp, cp, vp, fsdp, tps):
-    """A dense Llama 3 row of a NeMo release's DGX-H100 table."""
-    dp = gpus // (tp * pp * cp)
+def _llama_on_dgx_h100(size, gpus, global_batch, tp, pp, cp, vp, **row):
+    """A Llama 3 (3.1) row run by NVIDIA's fused stack on DGX H100s:
+    micro-batch 1, flash attention, no recomputation, sequence parallel
+    with tp; `row` gives what differs (name, source, precision, ...)."""
     return Run(
-        label=f"nemo-{release}-{size}-{gpus}",
-        source=f"{NEMO}, NeMo {release}",
         chosen=True,
-        note=NEMO_NOTE,
-        model=f"Llama 3 {size.upper()}",
         kv_heads=8,
         gated=True,
         tied_embeddings=False,
@@ -954,26 +951,44 @@ def _nemo(release, size, gpus, global_batch, tp, pp, cp, vp, fsdp, tps):
         **LLAMA31[size],
         **NEMO_H100,
         gpus=gpus,
-        framework="NeMo (Megatron-Bridge, Transformer Engine)",
         tp=tp,
         pp=pp,
-        dp=dp,
+        dp=gpus // (tp * pp * cp),
         cp=cp,
-        zero=3 if fsdp else 1,
-        schedule="interleaved" if vp else "none",
+        schedule="interleaved" if vp else ("1f1b" if pp > 1 else "none"),
         chunks=vp or 1,
         micro_batch=1,
         global_batch=global_batch,
         recompute="none",
         sequence_parallel=tp > 1,
-        embedding_slots=size == "405b",
         flash_attention=True,
-        precision="fp8-linear",
-        figure=tps,
-        unit="tokens/s/GPU",
         formula=None,
         counts_recompute=None,
         counts_attention=None,
+        **row,
+    )
+
+
+def _nemo(release, size, gpus, global_batch, tp, pp, cp, vp, fsdp, tps):
+    """A dense Llama 3 row of a NeMo release's DGX-H100 table."""
+    return _llama_on_dgx_h100(
+        size,
+        gpus,
+        global_batch,
+        tp,
+        pp,
+        cp,
+        vp,
+        label=f"nemo-{release}-{size}-{gpus}",
+        source=f"{NEMO}, NeMo {release}",
+        note=NEMO_NOTE,
+        model=f"Llama 3 {size.upper()}",
+        framework="NeMo (Megatron-Bridge, Transformer Engine)",
+        zero=3 if fsdp else 1,
+        embedding_slots=size == "405b",
+        precision="fp8-linear",
+        figure=tps,
+        unit="tokens/s/GPU",
         assumed=("recompute", "zero"),
     )
 
@@ -1073,40 +1088,24 @@ DGXC_NOTE = (
 
 def _dgxc(size, gpus, global_batch, tp, pp, cp, vp, precision, seconds):
     """A row of llama3.1/README_{size}.md: BF16 or FP8, one layout."""
-    return Run(
+    return _llama_on_dgx_h100(
+        size,
+        gpus,
+        global_batch,
+        tp,
+        pp,
+        cp,
+        vp,
         label=f"dgxc-{size}-{precision}-{gpus}",
         source=f"{DGXC}, llama3.1/README_{size}.md at {DGXC_COMMIT[:7]}",
-        chosen=True,
         note=DGXC_NOTE,
         model=f"Llama 3.1 {size.upper()}",
-        kv_heads=8,
-        gated=True,
-        tied_embeddings=False,
-        vocab=128256,
-        seq_len=8192,
-        **LLAMA31[size],
-        **NEMO_H100,
-        gpus=gpus,
         framework="NeMo 24.09 (Megatron-Core, Transformer Engine)",
-        tp=tp,
-        pp=pp,
-        dp=gpus // (tp * pp * cp),
-        cp=cp,
         zero=1,
-        schedule="interleaved" if vp else ("1f1b" if pp > 1 else "none"),
-        chunks=vp or 1,
-        micro_batch=1,
-        global_batch=global_batch,
-        recompute="none",
-        sequence_parallel=tp > 1,
         embedding_slots=False,
-        flash_attention=True,
         precision="fp8-linear" if precision == "fp8" else "bf16",
         figure=seconds,
         unit="s/step",
-        formula=None,
-        counts_recompute=None,
-        counts_attention=None,
         assumed=("recompute", "zero", "nics_per_node", "nic_Gbps", "network"),
     )
 
