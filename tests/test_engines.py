@@ -172,3 +172,26 @@ def test_ray_train_runs_the_script_and_prints_the_record():
         new_loss, old_loss = (float(x.split()[-1]) for x in (new, old))
         assert new.split()[:3] == old.split()[:3]
         assert abs(new_loss - old_loss) <= 1.5e-4, (new, old)
+
+
+@pytest.mark.parametrize("text", ["", "autogroup\n"])
+def test_ray_start_leaves_an_autogroup_it_cannot_read_alone(tmp_path, text):
+    """A container may show /proc/self/autogroup empty: Ray starts at
+    the usual weight and the file is not written."""
+    from snippets.beyond.ray_train import started_first
+
+    group = tmp_path / "autogroup"
+    group.write_text(text)
+    with started_first(-10, group):
+        assert group.read_text() == text
+    assert group.read_text() == text
+
+
+def test_ray_start_weighs_its_session_up_then_restores_it(tmp_path):
+    from snippets.beyond.ray_train import started_first
+
+    group = tmp_path / "autogroup"
+    group.write_text("/autogroup-7 nice 3\n")
+    with started_first(-10, group):
+        assert group.read_text() == "-10"
+    assert group.read_text() == "3"

@@ -98,22 +98,24 @@ def summary(log, flags=FLAGS):
 # for it; on a 2-core machine that other jobs kept at a load of 13 to 30
 # it took 11 to 14 s, and over 15 s in a run that failed at ray.init.
 @contextmanager
-def started_first(nice=-10):
+def started_first(nice=-10, group=Path("/proc/self/autogroup")):
     """While Ray starts, weigh this session's processes above the other
     sessions', where the OS lets this process (as root). Linux shares the
     CPU between sessions first (their autogroups), and a process's own
     nice counts only inside its session."""
-    group = Path("/proc/self/autogroup")  # "/autogroup-N nice K"
-    try:
-        usual = group.read_text().split()[-1]
-        group.write_text(str(nice))
+    try:  # the file reads "/autogroup-N nice K"
+        usual = re.fullmatch(r"\S+ nice (-?\d+)\s*", group.read_text())
+        if usual:  # a container may show the file empty
+            group.write_text(str(nice))
     except OSError:  # not allowed, or no autogroups
+        usual = None
+    if not usual:
         yield
         return
     try:
         yield
     finally:
-        group.write_text(usual)
+        group.write_text(usual[1])
 
 
 def main():
