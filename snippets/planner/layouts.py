@@ -187,11 +187,12 @@ def _stages_of(lay, layers):
     layer fewer."""
     pp, v = lay.pp, lay.chunks
     if lay.embedding_slots:
-        if pp < 2 or pp > layers // 2:
+        # the first and last stages hold (layers + 2) // pp - 1
+        if pp < 2 or pp > (layers + 2) // 2:
             raise ValueError(
-                "layout.embedding_slots needs 2 <= pp <= model.layers / 2"
-                f" ({layers // 2}), so that every stage keeps a layer; "
-                f"got pp={pp}"
+                "layout.embedding_slots needs 2 <= pp <= (model.layers + 2)"
+                f" / 2 ({(layers + 2) // 2}), so that every stage keeps a "
+                f"layer; got pp={pp}"
             )
     elif layers % pp:
         raise ValueError(
