@@ -4,7 +4,9 @@ extensions and one `Build`. A failing or hanging block stops the build
 naming its page and line; a lab reads output first, with the Run tab the
 browser can use; the search index gets a light copy of the page."""
 
+import os
 import re
+from multiprocessing import resource_tracker
 from types import SimpleNamespace
 
 import markdown
@@ -233,12 +235,19 @@ def test_each_build_runs_its_blocks_in_a_process_of_its_own(
     build's blocks run in a new process, ended with the build."""
     monkeypatch.setattr(hooks.vendor, "check", lambda: None)
     monkeypatch.setattr(hooks.runner, "archive", lambda: ("labs.zip", ""))
+    # Python's resource tracker starts with this process's first spawned
+    # child and lives as long as this process: start it outside the folder
+    resource_tracker.ensure_running()
     monkeypatch.chdir(tmp_path)
     lab = tmp_path / "lab_for_the_test.py"
     ask = "import lab_for_the_test\nprint(lab_for_the_test.ANSWER)"
     answers = []
     for answer in (1, 2):
         lab.write_text(f"ANSWER = {answer}\n")
+        # an edit a second after the last: Python takes a module from
+        # __pycache__ while its source keeps the same size and mtime in
+        # whole seconds, so two edits in one second would not show
+        os.utime(lab, (answer, answer))
         build = hooks.Build()
         build.on_pre_build(config=None)
         answers.append(
