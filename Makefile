@@ -30,6 +30,7 @@ export SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 
 # A shell that turns that off (PYTHONDONTWRITEBYTECODE, as some
 # containers do) makes every test worker and build compile the
 # project's 200 modules again: make check took 68 s with it, 36 s without.
+# make serve sets it again (see there).
 unexport PYTHONDONTWRITEBYTECODE
 # pytest workers: one per core, at most two.
 WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && n=2; echo $$n)
@@ -62,8 +63,10 @@ $(NPM): package.json package-lock.json | $(STAMP)
 setup: $(STAMP) $(NPM) ## Create .venv and install everything (done on first use)
 
 .PHONY: serve
+# serve watches snippets/ and course/: a module its build compiled into
+# their __pycache__ would start a second build after each edit.
 serve: setup ## Serve the site on http://127.0.0.1:8000, rebuilding on edits
-	$(BIN)/mkdocs serve --dev-addr $(HOST) $(SERVE_FLAGS)
+	PYTHONDONTWRITEBYTECODE=1 $(BIN)/mkdocs serve --dev-addr $(HOST) $(SERVE_FLAGS)
 
 .PHONY: build
 build: setup ## Strict build of the site into site/
