@@ -63,7 +63,7 @@ def serve_rebuilds(*edits):
     server = subprocess.Popen(
         [BIN / "mkdocs", "serve", "-a", f"127.0.0.1:{port}", *flags],
         cwd=ROOT,
-        env=ENV,
+        env=ENV | {"PYTHONDONTWRITEBYTECODE": "1"},  # as make serve runs
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
