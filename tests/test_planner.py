@@ -400,6 +400,42 @@ def test_the_ring_hides_its_transfers_above_the_crossover_only(
     assert one.tp_forward == pytest.approx(forward)
 
 
+def test_pytorchs_all_gather_hides_behind_the_first_block_only():
+    """PyTorch's context_parallel, as torchtitan ran it: K and V
+    repeated to the 64 query heads (8 times the GQA block's bytes),
+    all-gathered once per pass behind the first of the cp blocks'
+    attention; in the backward pass gathered again behind the first
+    block's, then after each of the cp blocks the gradients of K and V
+    go to the next rank in fp32 (twice the bytes), each behind the
+    next block's attention but the last."""
+    cp, seq_len = 8, 131072
+    model = {**L70, "seq_len": seq_len}
+    layout = {"dp": 1, "tp": 1, "pp": 1, "cp": cp}
+    layout |= {"zero": 3, "recompute": "none"}
+    job = {"global_batch_tokens": 8 * seq_len, "micro_batch": 1}
+    job |= {"cp_exchange": "allgather", "kv_repeated": True}
+    node = cluster("h100-80gb", 1)
+    j = check_layout(layout, model, node, job)
+    links = Links.of(j.cluster, FIT)
+    forward, backward = ring_attention_seconds(j, FIT, links)
+    block = 2 * 2 * seq_len / cp * 8192  # bytes: K and V, 64 heads
+    gather = 7 * 3.4e-6 + (cp - 1) * block / (links.nvlink * 1e9)
+    window = 4 * seq_len * 8192 * (seq_len / cp) * 0.5 / cp
+    window /= 989e12 * FIT.attention_share
+    assert gather < window  # hidden but for what overlap leaves
+    assert forward == pytest.approx(gather - FIT.overlap * gather)
+    grads = 3.4e-6 + 2 * block / (links.nvlink * 1e9)
+    assert grads < 2.5 * window
+    rest = (1 - FIT.overlap) * (gather + (cp - 1) * grads) + grads
+    assert backward == pytest.approx(rest)
+    # without the copies, the 8 KV heads' blocks: an eighth of the bytes
+    j = check_layout(layout, model, node, {**job, "kv_repeated": False})
+    gqa = 7 * 3.4e-6 + (cp - 1) * block / 8 / (links.nvlink * 1e9)
+    assert ring_attention_seconds(j, FIT, links)[0] == pytest.approx(
+        gqa - FIT.overlap * gqa
+    )
+
+
 def test_a_ring_pays_nccls_latency_per_step():
     """All-gather on 16 GPUs of 2 nodes: 15 steps, 1 of them between
     the nodes; an all-reduce twice that; bytes (n - 1)/n of the buffer."""
@@ -505,6 +541,16 @@ BAD = [
         {"training": {**JOB, "flash_attention": 1}},
         TypeError,
         "flash_attention",
+    ),
+    (
+        {"training": {**JOB, "cp_exchange": "ulysses"}},
+        ValueError,
+        "training.cp_exchange must be one of 'ring', 'allgather'",
+    ),
+    (
+        {"training": {**JOB, "kv_repeated": "yes"}},
+        TypeError,
+        "kv_repeated",
     ),
     ({"layout": {**LAYOUT, "zero": 4}}, ValueError, "layout.zero"),
     ({"layout": {**LAYOUT, "zero": True}}, ValueError, "layout.zero"),

@@ -102,13 +102,13 @@ def gathered_bytes(training):
 # The fit's result on the measured runs (snippets/planner/fit.py); a
 # test checks that these are what the fit returns.
 FIT = Fit(
-    a100_gemm_share=0.488,
-    h100_gemm_share=0.563,
-    attention_share=0.214,
-    hbm_passes=0.797,
-    fused_speedup=1.26,
-    fp8_speedup=1.68,
-    overlap=0.594,
+    a100_gemm_share=0.495,
+    h100_gemm_share=0.561,
+    attention_share=0.226,
+    hbm_passes=0.953,
+    fused_speedup=1.25,
+    fp8_speedup=1.69,
+    overlap=0.59,
 )
 
 
@@ -409,40 +409,57 @@ def alltoall_seconds(job, links):
 
 
 def ring_attention_seconds(job, fit, links):
-    """(forward, backward) seconds of context parallelism's ring that
-    attention does not hide, for one layer and micro-batch.
+    """(forward, backward) seconds of context parallelism's exchange of
+    keys and values that attention does not hide, for one layer and
+    micro-batch.
 
-    In each of the cp - 1 steps a rank sends its neighbour a block of
-    keys and values (2 b (s/cp) h_kv values, over tp) while it runs
-    attention on the block it holds: with zig-zag balance, 1/cp of its
-    attention. That hides the transfer when the rank's s/cp tokens
-    reach overlap_crossover_tokens (snippets/context/cost.py) at the
-    fitted attention rate: attention grows with their square, the
-    transfer with their number, so a step's attention is its transfer
-    times s/cp over that crossover. Below it, the rest of each transfer
-    is exposed. The backward pass sends the blocks again with their
-    gradients, twice the bytes, behind the backward's attention (2.5
-    times the forward's with a flash kernel, which computes the scores
-    again). Llama 3 all-gathers the blocks instead: the same bytes
-    (cp_bytes_per_layer), costed here as the ring's."""
+    A rank holds s/cp tokens and a block of their keys and values,
+    2 b (s/cp) values of each K/V head's width (the queries' width
+    with kv_repeated), over tp. With zig-zag balance each of the cp
+    steps runs 1/cp of the rank's attention on one block. That hides a
+    transfer when the rank's s/cp tokens reach overlap_crossover_tokens
+    (snippets/context/cost.py) at the fitted attention rate: attention
+    grows with their square, the transfer with their number, so a
+    step's attention is its transfer times s/cp over that crossover.
+    The backward pass runs 2.5 times the forward's attention with a
+    flash kernel, which computes the scores again.
+
+    - ring: each of the cp - 1 steps sends the next block behind the
+      step's attention; the backward pass sends the blocks again with
+      their gradients, twice the bytes. Llama 3 all-gathers the blocks
+      before attention: the same bytes (cp_bytes_per_layer), costed
+      here as the ring's.
+    - allgather (PyTorch's context_parallel): each pass all-gathers
+      the blocks behind the first step's attention only; the backward
+      pass then sends the gradients of K and V, in fp32 (twice a
+      block's bytes), to the next rank after each of its cp steps, each
+      behind the next step's attention, the last behind none."""
     m, c, t, lay = job.model, job.cluster, job.training, job.layout
     cp = lay.cp
     if cp == 1:
         return 0.0, 0.0
     flash = t.flash_attention
     GBps, nodes = links.group(lay.tp, cp)
-    block = 2 * 2 * t.micro_batch * m.seq_len / cp * m.kv_width / lay.tp
+    # bytes of a block in bf16, K and V at the KV heads' width
+    gqa = 2 * 2 * t.micro_batch * m.seq_len / cp * m.kv_width / lay.tp
     latency = (NETWORK_HOP_US if nodes > 1 else NVLINK_HOP_US) * 1e-6
-    transfer = block / (GBps * 1e9)
     rate = c.peak_TFLOPs * fit.attention_share * stack_speedup(t, fit)
     crossover = overlap_crossover_tokens(
         m.q_width, m.heads, m.kv_heads, rate, GBps, causal=flash
     )
-    window = transfer * (m.seq_len / cp) / crossover  # attention/cp
+    window = gqa / (GBps * 1e9) * (m.seq_len / cp) / crossover  # 1/cp
+    block = gqa * (m.heads / m.kv_heads if t.kv_repeated else 1)
+    transfer = block / (GBps * 1e9)
     back = 2.5 if flash else 2.0
-    forward = latency + exposed(transfer, window, fit)
-    backward = latency + exposed(2 * transfer, back * window, fit)
-    return (cp - 1) * forward, (cp - 1) * backward
+    if t.cp_exchange == "ring":
+        forward = latency + exposed(transfer, window, fit)
+        backward = latency + exposed(2 * transfer, back * window, fit)
+        return (cp - 1) * forward, (cp - 1) * backward
+    gather = ring_s("all-gather", cp * block, cp, (GBps, nodes), fit)
+    grads = latency + 2 * transfer  # fp32: 4 bytes a value
+    backward = exposed(gather, back * window, fit) + grads
+    backward += (cp - 1) * exposed(grads, back * window, fit)
+    return exposed(gather, window, fit), backward
 
 
 def gemm_share(c, fit):

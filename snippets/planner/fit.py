@@ -73,6 +73,13 @@ def job(run):
         # Engine's userbuffers); torchtitan's async TP rows say so
         tp_overlap=run.framework.startswith("NeMo")
         or "async TP" in run.framework,
+        # torchtitan at the benchmark's commit: PyTorch's
+        # context_parallel with its default all-gather rotater, and
+        # repeat_kv before attention (models/llama/model.py)
+        cp_exchange="allgather"
+        if run.framework.startswith("torchtitan")
+        else "ring",
+        kv_repeated=run.framework.startswith("torchtitan"),
     )
     layout = dict(
         dp=run.dp,

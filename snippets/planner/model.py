@@ -27,6 +27,17 @@ REDUCE_DTYPES = ("fp32", "bf16")
 # torch.compile: torchtitan, the course's script) or a "fused" stack
 # (Megatron-LM, NeMo, and DeepSpeed on Megatron's model code).
 STACKS = ("native", "fused")
+# cp_exchange: how context parallelism moves keys and values. "ring":
+# each of the cp - 1 steps sends the next block while attention runs
+# on the one held, and the backward pass sends the blocks again with
+# their gradients (Megatron-Core's and Transformer Engine's p2p ring,
+# the course's script). "allgather": PyTorch's context_parallel with
+# its default all-gather rotater (torch/distributed/tensor/
+# experimental/_attention.py, late 2024): the blocks are all-gathered
+# once per pass behind the first block's attention only, and the
+# backward pass passes the gradients of K and V around the ring in
+# fp32, one step at a time, the last with nothing left to hide behind.
+CP_EXCHANGES = ("ring", "allgather")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,7 +146,10 @@ class Training:
     tp_overlap: the tensor-parallel collectives run beside the matrix
     multiplies they feed, in pieces (Megatron-Core's tp_comm_overlap,
     PyTorch's async TP), and hide as much as other overlapped
-    communication does."""
+    communication does. cp_exchange: see CP_EXCHANGES. kv_repeated:
+    the keys and values are copied to one head per query head before
+    attention (torchtitan's repeat_kv), so context parallelism moves
+    them at the queries' width, not the KV heads'."""
 
     global_batch_tokens: int
     micro_batch: int
@@ -148,6 +162,8 @@ class Training:
     distribute_saved_activations: bool = False
     scatter_gather_sends: bool = False
     tp_overlap: bool = False
+    cp_exchange: str = "ring"
+    kv_repeated: bool = False
 
     def __post_init__(self):
         count("training.global_batch_tokens", self.global_batch_tokens)
@@ -164,6 +180,8 @@ class Training:
         )
         flag("training.scatter_gather_sends", self.scatter_gather_sends)
         flag("training.tp_overlap", self.tp_overlap)
+        choice("training.cp_exchange", self.cp_exchange, CP_EXCHANGES)
+        flag("training.kv_repeated", self.kv_repeated)
 
 
 def checked(cls, name, value):
