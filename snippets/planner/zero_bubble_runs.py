@@ -263,19 +263,20 @@ if __name__ == "__main__":
         f"{len(MEASURED)} settings.\n"
     )
     print(
-        "| model | GPUs | m | 1F1B, measured | planner | ZB-1p, measured "
-        "| planner's ZB-H1 | speed-up, measured | planner | error |"
+        "| model | GPUs | m | speed-up, measured | planner | error "
+        "| 1F1B, samples/GPU/s | planner | ZB-1p, samples/GPU/s "
+        "| planner's ZB-H1 |"
     )
     print("| --- " + "| ---: " * 9 + "|")
     for r in rows:
         row = r["row"]
         print(
             f"| {row.model} | {SHAPES[row.model].gpus} | {row.microbatches}"
+            f" | {r['measured_speedup']:.3f} | {r['predicted_speedup']:.3f}"
+            f" | {r['speedup_error']:+.1%}"
             f" | {published(row.one_f_one_b)}"
             f" | {published(r['one_f_one_b'])}"
-            f" | {published(row.zb_1p)} | {published(r['zb_h1'])}"
-            f" | {r['measured_speedup']:.3f} | {r['predicted_speedup']:.3f}"
-            f" | {r['speedup_error']:+.1%} |"
+            f" | {published(row.zb_1p)} | {published(r['zb_h1'])} |"
         )
     s = summary(rows)
     worst = s["worst"]
