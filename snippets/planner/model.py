@@ -23,8 +23,9 @@ FSDP_UNITS = ("layer", "module")
 # torchtitan's, and DDP under autocast) or "bf16" (2 bytes, the fp16
 # runs of Megatron-LM and DeepSpeed).
 REDUCE_DTYPES = ("fp32", "bf16")
-# stack: the software that runs the layers: "native" PyTorch (FSDP2,
-# torch.compile: torchtitan, the course's script) or a "fused" stack
+# stack: the software that runs the layers: "native" PyTorch (FSDP2 and
+# PyTorch's own kernels: torchtitan, compiled with torch.compile in all
+# but its eager FSDP rows, and the course's script, eager) or a "fused" stack
 # (Megatron-LM, NeMo, and DeepSpeed on Megatron's model code).
 STACKS = ("native", "fused")
 # cp_exchange: how context parallelism moves keys and values. "ring":
