@@ -48,8 +48,8 @@ def outputs(html):
 
 
 def squeeze(text):
-    """Text without its white space: pypdf breaks and joins lines of a
-    wrapped code block its own way."""
+    """Text without its white space: a PDF's text breaks and joins the
+    lines of a wrapped code block its own way."""
     return re.sub(r"\s+", "", text)
 
 
