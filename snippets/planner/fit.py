@@ -14,6 +14,7 @@ gives the same parameters.
 """
 
 # --8<-- [start:job]
+import functools
 import math
 from dataclasses import asdict, fields
 
@@ -175,7 +176,16 @@ def error(fit, prepared):
 
 
 def fit(rows=FITTED, start=START):
-    """(parameters, error, evaluations): the compass search's result."""
+    """(parameters, error, evaluations): the compass search's result.
+    A process searches once for the same rows from the same start: the
+    planner-accuracy page's labs each run the blocks before them again,
+    and with them the same fits (the rows are frozen dataclasses, so a
+    tuple of them is a key)."""
+    return _search(tuple(rows), start)
+
+
+@functools.cache
+def _search(rows, start):
     prepared = _prepared(rows)
     x = asdict(start)
     step = {k: (hi - lo) / 4 for k, (lo, hi) in BOUNDS.items()}

@@ -185,7 +185,10 @@ def python(browser, base_url):
 
 
 @pytest.mark.parametrize(
-    ("path", "n"), LABS, ids=[f"{path}{n + 1}" for path, n in LABS]
+    ("path", "n"),
+    # a page's labs on one worker, in page order, as a reader runs them
+    [pytest.param(p, n, marks=pytest.mark.xdist_group(p)) for p, n in LABS],
+    ids=[f"{path}{n + 1}" for path, n in LABS],
 )
 def test_every_lab_prints_its_record_and_an_edit_what_cpython_prints(
     python, base_url, path, n
