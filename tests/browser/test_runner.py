@@ -242,39 +242,52 @@ def test_every_runner_shows_its_lab(page, base_url, path):
     assert not any("pyodide" in url for url in loaded), loaded
 
 
-def test_a_reader_runs_edits_and_resets_the_labs_of_a_page(page, base_url):
+@pytest.mark.xdist_group("zero/")  # after the page's labs, on their page
+def test_a_reader_runs_edits_and_resets_the_labs_of_a_page(python):
     """On the ZeRO page, with the buttons and the editor: each lab prints
     its record; after an edit, what CPython prints; Reset brings the
     lab's code back. An error shows the Python traceback. The runners,
-    one showing an output and one an error, then pass axe-core."""
-    page.goto(base_url + "zero/")
-    wrong = []
-    for n, lab in enumerate(runners("zero/")):
-        box = open_runner(page, n)
-        if why := wrong_run(lab, lab["source"], *run(box)):
-            wrong.append(f"lab {n + 1} {why}")
-        editor = box.locator(".course-runner__editor")
-        editor.click()
-        editor.press("Control+Home")
-        page.keyboard.insert_text(EDIT)  # as a paste: type_over types
-        editor.press("Enter")
-        edited = editor.text_content()
-        assert edited.startswith(EDIT + "\n"), edited[:200]
-        if why := wrong_run(lab, edited, *run(box)):
-            wrong.append(f"lab {n + 1} {why}")
-        box.get_by_role("button", name="Reset").click()
-        restored = editor.text_content()
-        if restored.rstrip("\n") != lab["source"].rstrip("\n"):
-            wrong.append(f"lab {n + 1}: Reset left {restored!r}")
-    assert not wrong, "\n\n".join(wrong)
-    first, second = (open_runner(page, n) for n in (0, 1))
-    type_over(first, "total = 1\ntotal / 0")
-    state, shown = run(first)
-    assert state == "error", shown
-    assert shown.rstrip().endswith("ZeroDivisionError: division by zero")
-    assert run(second)[0] == "done"
-    serious = serious_axe(page, ".course-runner")
-    assert not serious, "\n".join(serious)
+    one showing an output and one an error, then pass axe-core. The
+    page is the one the labs above ran on, its Python still loaded, as
+    a reader's stays loaded."""
+    page = python.page
+
+    def clicked(box):
+        state, shown = run(box)
+        python.up = state != "stopped"  # Stop ends it
+        return state, shown
+
+    try:
+        wrong = []
+        for n, lab in enumerate(runners("zero/")):
+            box = open_runner(page, n)
+            if why := wrong_run(lab, lab["source"], *clicked(box)):
+                wrong.append(f"lab {n + 1} {why}")
+            editor = box.locator(".course-runner__editor")
+            editor.click()
+            editor.press("Control+Home")
+            page.keyboard.insert_text(EDIT)  # as a paste: type_over types
+            editor.press("Enter")
+            edited = editor.text_content()
+            assert edited.startswith(EDIT + "\n"), edited[:200]
+            if why := wrong_run(lab, edited, *clicked(box)):
+                wrong.append(f"lab {n + 1} {why}")
+            box.get_by_role("button", name="Reset").click()
+            restored = editor.text_content()
+            if restored.rstrip("\n") != lab["source"].rstrip("\n"):
+                wrong.append(f"lab {n + 1}: Reset left {restored!r}")
+        assert not wrong, "\n\n".join(wrong)
+        first, second = (open_runner(page, n) for n in (0, 1))
+        type_over(first, "total = 1\ntotal / 0")
+        state, shown = clicked(first)
+        assert state == "error", shown
+        assert shown.rstrip().endswith("ZeroDivisionError: division by zero")
+        assert clicked(second)[0] == "done"
+        serious = serious_axe(page, ".course-runner")
+        assert not serious, "\n".join(serious)
+        assert not python.problems, "\n".join(python.problems)
+    finally:
+        python.problems.clear()
 
 
 def test_stop_and_the_time_limit_end_a_loop(page, base_url):
