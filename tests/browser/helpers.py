@@ -1,7 +1,9 @@
 """What the browser tests share besides fixtures (tests/browser/conftest.py
-holds those): the built site, its pages, the two window sizes, and
-axe-core's serious findings."""
+holds those): the built site, its pages, the two window sizes, the
+runners of a page, and axe-core's serious findings."""
 
+import json
+import re
 from pathlib import Path
 
 from axe_playwright_python.sync_playwright import Axe
@@ -32,6 +34,33 @@ def lesson_pages():
     lesson = next(e["Lesson"] for e in nav if "Lesson" in e)
     files = [next(iter(e.values())) for e in lesson] + ["torchrun.md"]
     return {""} | {f.removesuffix(".md") + "/" for f in files}
+
+
+RUNNER = re.compile(
+    r'<script type="application/json" data-course-runner>(.*?)</script>'
+)
+
+
+def runners(path, site=SITE):
+    """The runner data of a built page, in page order."""
+    html = (Path(site) / path / "index.html").read_text(encoding="utf-8")
+    return [json.loads(m) for m in RUNNER.findall(html)]
+
+
+def open_runner(page, n):
+    """The n-th runner of the page, shown as a reader shows it: the
+    answers it sits in opened, then its tab."""
+    box = page.locator(".course-runner").nth(n)
+    for fold in box.locator("xpath=ancestor::details").all():
+        if fold.get_attribute("open") is None:
+            fold.locator(":scope > summary").click()
+    tabs = box.locator(
+        "xpath=ancestor::div[contains(@class, 'tabbed-set')][1]"
+    )
+    tabs.locator(
+        ".tabbed-labels > label", has_text="Run in your browser"
+    ).click()
+    return box
 
 
 def watch(page, base_url):

@@ -5,14 +5,23 @@ scroll box); text in boxes and figures is not too small; figures and
 formulas are named and drawn; no copy button covers code; axe-core
 finds nothing serious (its colour rules on one element of each kind of
 text), nor do its colour rules after the palette toggle; the page stays
-within its weight. Search finds the lesson's words. The detectors are
-in detectors.js."""
+within its weight; each "Run in your browser" runner, opened as a
+reader opens it, shows its lab's code and a Run button, and nothing of
+Python loads before a Run. Search finds the lesson's words. The
+detectors are in detectors.js."""
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from tests.browser.helpers import LAPTOP, PHONE, lesson_pages, site_pages
+from tests.browser.helpers import (
+    LAPTOP,
+    PHONE,
+    lesson_pages,
+    open_runner,
+    runners,
+    site_pages,
+)
 
 PAGES = site_pages()
 VIEWS = {"laptop": LAPTOP, "phone": PHONE}
@@ -63,7 +72,10 @@ def axe(page, detect, every_rule=True):
 def test_page(page, base_url, detect, path):
     """At laptop width in the light palette, then in the dark one the
     toggle switches to; then at phone width, the window resized (the
-    layout checks do not depend on the palette)."""
+    layout checks do not depend on the palette); then, at laptop width
+    again, each runner opened."""
+    requested = []
+    page.on("request", lambda r: requested.append(r.url))
     page.emulate_media(color_scheme="light", reduced_motion="reduce")
     page.goto(base_url + path, wait_until="networkidle")
     problems = []
@@ -95,7 +107,25 @@ def test_page(page, base_url, detect, path):
                 f"dark: {p}" for p in axe(page, detect, every_rule=False)
             ]
         problems += [f"{view}: {p}" for p in found]
+    page.set_viewport_size(LAPTOP)
+    problems += runners_shown(page, path)
+    if any("pyodide" in url for url in requested):
+        problems.append("Python loaded before a Run")
     assert not problems, f"/{path}:\n" + "\n".join(problems)
+
+
+def runners_shown(page, path):
+    """What is wrong with the page's runners, each opened as a reader
+    opens it: each must show its lab's code and a Run button."""
+    wrong = []
+    for n, lab in enumerate(runners(path)):
+        box = open_runner(page, n)
+        shown = box.locator(".course-runner__editor").text_content()
+        if shown.rstrip("\n") != lab["source"].rstrip("\n"):
+            wrong.append(f"runner {n + 1} shows other code: {shown[:80]!r}")
+        if not box.get_by_role("button", name="Run", exact=True).is_enabled():
+            wrong.append(f"runner {n + 1}: its Run button is disabled")
+    return wrong
 
 
 TOP_RESULTS = (  # the paths of the first three search results

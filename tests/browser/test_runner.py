@@ -3,17 +3,17 @@
 Every lab the site offers prints, under Pyodide, exactly what its page
 records, and after a reader's edit exactly what CPython prints for the
 edited code: all of them in one Python, through run.js's runCode as
-the Run button calls it. Every runner shows its lab's code; on the ZeRO
-page the buttons and the editor run, edit and Reset its labs. Python
-loads on the first Run only, from the site's own files. An error shows
-its traceback; Stop and the time limit end a loop, and the next Run
-starts a fresh Python. The runner passes axe-core.
+the Run button calls it. On the ZeRO page the buttons and the editor
+run, edit and Reset its labs. Python loads on the first Run only, from
+the site's own files. An error shows its traceback; Stop and the time
+limit end a loop, and the next Run starts a fresh Python. The runner
+passes axe-core. (That each runner shows its lab's code, and that
+nothing of Python loads before a Run, tests/browser/test_pages.py
+checks on the page load it makes anyway.)
 """
 
 import difflib
 import itertools
-import json
-import re
 from types import SimpleNamespace
 
 import pytest
@@ -23,25 +23,17 @@ from course import ROOT
 from course.build import execute, runner
 from tests.browser.helpers import (
     LAPTOP,
-    SITE,
+    open_runner,
+    runners,
     serious_axe,
     site_pages,
     watch,
 )
 from tests.docblocks import PAGES, code, parse
 
-ELEMENT = re.compile(
-    r'<script type="application/json" data-course-runner>(.*?)</script>'
-)
 RUN_MS = 90_000  # a page's first Run loads Pyodide: generous on 2 cores
 SESSIONS = itertools.count()
 EDIT = 'print(sorted(n for n in globals() if n[0] != "_")[-3:])'
-
-
-def runners(path):
-    """The runner data of a built page, in page order."""
-    html = (SITE / path / "index.html").read_text(encoding="utf-8")
-    return [json.loads(m) for m in ELEMENT.findall(html)]
 
 
 def records():
@@ -73,22 +65,6 @@ def in_cpython(setup, source):
     for earlier in setup:
         execute.run(earlier, where=session, session=session)
     return execute.run(source, where=session, session=session)
-
-
-def open_runner(page, n):
-    """The n-th runner of the page, shown as a reader shows it: the
-    answers it sits in opened, then its tab."""
-    box = page.locator(".course-runner").nth(n)
-    for fold in box.locator("xpath=ancestor::details").all():
-        if fold.get_attribute("open") is None:
-            fold.locator(":scope > summary").click()
-    tabs = box.locator(
-        "xpath=ancestor::div[contains(@class, 'tabbed-set')][1]"
-    )
-    tabs.locator(
-        ".tabbed-labels > label", has_text="Run in your browser"
-    ).click()
-    return box
 
 
 def type_over(box, text):
@@ -223,23 +199,6 @@ def test_every_lab_prints_its_record_and_an_edit_what_cpython_prints(
         assert not python.problems, "\n".join(python.problems)
     finally:
         python.problems.clear()
-
-
-@pytest.mark.parametrize("path", LAB_PAGES)
-def test_every_runner_shows_its_lab(page, base_url, path):
-    """Each runner, opened as a reader opens it, shows its lab's code
-    and a Run button; nothing of Python loads before a Run."""
-    loaded = []
-    page.on("request", lambda r: loaded.append(r.url))
-    page.goto(base_url + path)
-    for n, lab in enumerate(runners(path)):
-        box = open_runner(page, n)
-        editor = box.locator(".course-runner__editor")
-        assert editor.text_content().rstrip("\n") == lab["source"].rstrip(
-            "\n"
-        ), f"{path} runner {n + 1}"
-        assert box.get_by_role("button", name="Run", exact=True).is_enabled()
-    assert not any("pyodide" in url for url in loaded), loaded
 
 
 @pytest.mark.xdist_group("zero/")  # after the page's labs, on their page
