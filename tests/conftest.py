@@ -75,8 +75,8 @@ def updates(request):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The browser tests are slow, and run last: Playwright's event loop,
-    once started, would break asyncio.run() in the tests after them."""
+    """The browser tests are slow: they are marked so, and listed last
+    (under --dist loadgroup xdist may still send a page's group first)."""
     browser = [item for item in items if "browser" in item.path.parts]
     for item in browser:
         item.add_marker(pytest.mark.slow)

@@ -16,6 +16,7 @@ import jupytext
 import nbclient
 import nbformat
 import pytest
+from jupyter_core.utils import run_sync
 from mkdocs.config import load_config
 from traitlets.config import Config
 
@@ -77,7 +78,10 @@ def site_runs():
             *(client(nb, ROOT).async_execute() for nb in nbs.values())
         )
 
-    asyncio.run(run_all())
+    # A browser test on this worker may have left Playwright's event loop
+    # running in this thread; run_sync then runs the kernels on a thread of
+    # their own instead of failing as asyncio.run() would.
+    run_sync(run_all)()
     return nbs
 
 
