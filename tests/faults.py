@@ -3,11 +3,11 @@ only.
 
     torchrun --max-restarts=1 ... tests/faults.py KIND STEP TRAIN-FLAGS
 
-KIND is `kill-at-step` (the last rank dies as step STEP begins),
+KIND is `kill-at-step` (the last rank dies as step STEP begins) or
 `kill-in-save` (rank 0 dies while saving step STEP: DCP has written the
-files, the folder is not renamed yet) or `none` (the clean run the
-killed one is compared with, launched the same way). tests/test_train.py
-checks that the restarted job resumes and ends as if never killed.
+files, the folder is not renamed yet). tests/test_train.py checks that
+the restarted job resumes and ends as the clean run of the same flags
+that tests/sweeps.py trains.
 """
 
 import os
@@ -46,9 +46,9 @@ def main():
             return rename(path, target)
 
         Path.rename = dying_rename
-    elif kind not in ("kill-at-step", "kill-in-save", "none"):
+    elif kind not in ("kill-at-step", "kill-in-save"):
         raise SystemExit(
-            f"KIND must be kill-at-step, kill-in-save or none, got {kind!r}"
+            f"KIND must be kill-at-step or kill-in-save, got {kind!r}"
         )
     processes.run_and_exit(measured.main, argv)
 

@@ -3,20 +3,19 @@ script runs (DDP, ZeRO-3, HSDP, TP, PP and their products), the command
 the planner prints for a tiny model is run on CPU ranks (fp32, gloo,
 two steps), and what each rank holds and what each data-parallel
 collective moves is set against the planner's prediction for the same
-model and layout: within 10%. One sweep per world size shares the
-start-up of its runs, on one worker (an xdist_group per world size), so
-the three sweeps spread across workers and none runs twice."""
+model and layout: within 10%. Each run joins the sweep of its world
+size (tests/sweeps.py), whose start-up it shares with the other launching
+tests' runs of that size, on one worker (an xdist_group per world size)."""
 
 import json
 import shlex
 
 import pytest
 
-from course.tools.stress import launch_command, run, what_failed
-from snippets.measured.report import load
 from snippets.planner.command import launch_command as planners_command
 from snippets.planner.cost import collective_bytes, estimate
 from snippets.planner.layouts import check_layout
+from tests import sweeps
 from tests.cpu_cluster import CPU
 
 pytestmark = pytest.mark.slow  # torchrun launches
@@ -73,36 +72,19 @@ def flags(name):
     return [*words[split + 2 :], "--steps=2", "--log-every=2"]
 
 
-@pytest.fixture(scope="module")
-def measured(tmp_path_factory):
-    """measured(name): the layout's run, from one sweep of every layout
-    of its world size, made on first use."""
-    sweeps = {}
-
-    def run_of(name):
-        world = LAYOUTS[name][0]
-        if world not in sweeps:
-            names = [n for n, (w, *_) in LAYOUTS.items() if w == world]
-            out = tmp_path_factory.mktemp("sweep") / f"{world}.json"
-            command = launch_command(
-                "sweep", world, [flags(n) for n in names], out
-            )
-            done = run(command, timeout=240)
-            assert done.returncode == 0, what_failed(done.stderr)
-            sweeps[world] = dict(zip(names, load(out), strict=True))
-        return sweeps[world][name]
-
-    return run_of
+for _name, (_world, *_) in LAYOUTS.items():
+    sweeps.add(f"small-scale/{_name}", _world, flags(_name))
 
 
 def by_world(names):
-    """The layouts as parameters, each in its world size's xdist_group."""
-    return [
-        pytest.param(
-            n, marks=pytest.mark.xdist_group(f"small-scale-{LAYOUTS[n][0]}")
-        )
-        for n in names
-    ]
+    """The layouts as parameters, each in its world size's group."""
+    return [pytest.param(n, marks=sweeps.group(LAYOUTS[n][0])) for n in names]
+
+
+def measured(tmp_path_factory, name):
+    """The layout's run, from the sweep of its world size."""
+    sweep = sweeps.made(tmp_path_factory, LAYOUTS[name][0])
+    return sweep.runs[f"small-scale/{name}"]
 
 
 def agree(measured, predicted):
@@ -110,11 +92,11 @@ def agree(measured, predicted):
 
 
 @pytest.mark.parametrize("name", by_world(LAYOUTS))
-def test_the_planner_predicts_what_each_rank_holds(measured, name):
+def test_the_planner_predicts_what_each_rank_holds(tmp_path_factory, name):
     model, cluster, training, layout = job(name)
     planned = check_layout(layout, model, cluster, training)
     memory = estimate(planned)["memory_per_gpu_GB"]
-    state = measured(name).measured.state
+    state = measured(tmp_path_factory, name).measured.state
     found = {
         "parameters": max(s.params for s in state),
         "gradients": max(s.grads for s in state),
@@ -129,11 +111,13 @@ def test_the_planner_predicts_what_each_rank_holds(measured, name):
 @pytest.mark.parametrize(
     "name", by_world(n for n in LAYOUTS if n not in UNCOUNTED)
 )
-def test_the_planner_predicts_the_data_parallel_traffic(measured, name):
+def test_the_planner_predicts_the_data_parallel_traffic(
+    tmp_path_factory, name
+):
     model, cluster, training, layout = job(name)
     planned = check_layout(layout, model, cluster, training)
     expected = collective_bytes(planned, stage=0)
-    found = measured(name).measured.traffic
+    found = measured(tmp_path_factory, name).measured.traffic
     report = json.dumps({"measured": found, "planned": expected})
     for kind, value in found.items():
         assert agree(value, expected[kind]), f"{name} {kind}: {report}"

@@ -5,11 +5,13 @@ here and must give what `make measure` recorded, on whatever processor
 they run: bytes, counts, shapes and the schedules' order exactly (they
 are integers), losses to 1e-5 relative (fp32 sums in another order, as
 another CPU's kernels take them). Weights are compared bit for bit only
-between two runs this machine made in the same test; timings are held
-to the lesson's models, never to a record. Every subprocess has a time
-limit, so a hang fails the test instead of blocking CI. The tests that
-launch are marked slow; the ones that read the record run in `make
-check` too.
+between two runs this machine made in the same pytest run; timings are
+held to the lesson's models, never to a record. Every subprocess has a
+time limit, so a hang fails the test instead of blocking CI. The tests
+that launch are marked slow; the ones that read the record run in `make
+check` too. The runs that start and finish without a fault are trained
+in one sweep per world size, shared with the other test files
+(tests/sweeps.py).
 """
 
 import re
@@ -17,6 +19,7 @@ import shlex
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -32,7 +35,6 @@ from course.tools.stress import (
     SMALL,
     environment,
     launch,
-    launch_command,
     what_failed,
 )
 from course.tools.stress import run as run_command
@@ -50,6 +52,7 @@ from snippets.planner.command import (
     launch_command as launch_command_of_the_planner,
 )
 from snippets.torchrun import config
+from tests import sweeps
 from tests.cpu_cluster import CPU  # a cluster sized for the CPU
 
 ENV = environment()
@@ -61,8 +64,9 @@ PARITY_RTOL = 1e-5  # fp32 losses of one seed and batch, any layout
 RECORD_RTOL = 1e-5
 
 
-# The recorded runs the tests train again, by processes: one launch
-# each, every run in turn (course/instruments/sweep.py). (launch, run)
+# The recorded runs the tests train again, by processes, each added to
+# the sweep of its world size (tests/sweeps.py) as "LAUNCH-INDEX".
+# (launch, run)
 AGAIN = {
     1: [("solo", 0)],
     2: [("compare", 0), ("compare", 1), ("ranks2", 0), ("ranks2", 2)]
@@ -70,25 +74,20 @@ AGAIN = {
     4: [("ranks4", 2), ("ranks4", 3), ("ranks4", 5), ("timelines4", 4)],
     8: [("ranks8", 0), ("ranks8", 1)],
 }
+for _nproc, _runs in AGAIN.items():
+    for _name, _i in _runs:
+        sweeps.add(f"{_name}-{_i}", _nproc, results.run_flags(_name)[_i])
 
 
-@pytest.fixture(scope="module")
-def fresh(tmp_path_factory):  # its tests share one xdist worker (loadgroup)
-    """nproc -> (the runs of AGAIN[nproc] trained again, the launch's
-    output), each launch made once."""
-    made = {}
+def fresh(tmp_path_factory, nproc):
+    """(the runs of AGAIN[nproc] trained again, the launch's output)."""
+    sweep = sweeps.made(tmp_path_factory, nproc)
+    return [sweep.runs[f"{n}-{i}"] for n, i in AGAIN[nproc]], sweep.log
 
-    def get(nproc):
-        if nproc not in made:
-            out = tmp_path_factory.mktemp(f"again{nproc}") / "runs.json"
-            runs = [results.run_flags(n)[i] for n, i in AGAIN[nproc]]
-            command = launch_command("sweep", nproc, runs, out)
-            done = run_command(command, timeout=400)
-            assert done.returncode == 0, what_failed(done.stderr)
-            made[nproc] = report.load(out), done.stdout
-        return made[nproc]
 
-    return get
+def by_nproc(counts):
+    """The process counts as parameters, each in its sweep's group."""
+    return [pytest.param(n, marks=sweeps.group(n)) for n in counts]
 
 
 def recorded(name):
@@ -140,14 +139,13 @@ def same_figures(a):
     return figures, m.grad_check and m.grad_check.ok, a.params
 
 
-@pytest.mark.xdist_group("fresh")  # one worker makes each launch once
 @pytest.mark.slow  # torchrun launches
-@pytest.mark.parametrize("nproc", AGAIN)
-def test_runs_made_again_give_the_recorded_figures(fresh, nproc):
+@pytest.mark.parametrize("nproc", by_nproc(AGAIN))
+def test_runs_made_again_give_the_recorded_figures(tmp_path_factory, nproc):
     """Bytes, counts, the pipelines' order and micro-batches held, and
     the gradient check passed, exactly; losses to RECORD_RTOL; and a
     clean exit on every rank."""
-    again, log = fresh(nproc)
+    again, log = fresh(tmp_path_factory, nproc)
     before = [results.runs(n)[i] for n, i in AGAIN[nproc]]
     for a, b in zip(again, before, strict=True):
         assert a.config == b.config
@@ -156,13 +154,14 @@ def test_runs_made_again_give_the_recorded_figures(fresh, nproc):
     assert len(set(CLEAN_EXIT.findall(log))) == nproc, log[-3000:]
 
 
-@pytest.mark.xdist_group("fresh")  # one worker makes each launch once
 @pytest.mark.slow  # torchrun launches
-@pytest.mark.parametrize("nproc", [2, 4])
-def test_fresh_pipelines_hold_to_the_models(fresh, nproc):
+@pytest.mark.parametrize("nproc", by_nproc([2, 4]))
+def test_fresh_pipelines_hold_to_the_models(tmp_path_factory, nproc):
     """The timing of the fresh pipelines, as the recorded ones are held
     below: no step idles less than its bubble."""
-    pipes = [r for r in fresh(nproc)[0] if r.measured.timeline]
+    pipes = [
+        r for r in fresh(tmp_path_factory, nproc)[0] if r.measured.timeline
+    ]
     assert pipes
     for run in pipes:
         check_schedule(run)
@@ -625,32 +624,23 @@ def test_latest_skips_half_written_checkpoints(tmp_path):
     assert latest(tmp_path / "absent") is None
 
 
+# The killed jobs, each against the clean run of its flags that the
+# sweep of its world size trains again (AGAIN): (fault, step, the step
+# the restart resumes from, the run of AGAIN).
 FAULTS = {
     # DDP on 2 ranks: the last rank dies as step 3 begins; the restart
     # resumes from the checkpoint of step 2.
-    "ddp": (
-        "kill-at-step",
-        3,
-        2,
-        "compare",
-        (*results.PAGE, "--check", "--strategy=ddp"),
-    ),
+    "ddp": ("kill-at-step", 3, 2, ("compare", 0)),
     # FSDP x pp 2 x tp 2 on 4 ranks: rank 0 dies while saving step 2,
     # after DCP wrote the files but before the rename; the restart skips
     # the half-written step 2 and resumes from step 1.
-    "pp2-tp2": (
-        "kill-in-save",
-        2,
-        1,
-        "ranks4",
-        results.PP2_TP2,
-    ),
+    "pp2-tp2": ("kill-in-save", 2, 1, ("ranks4", 5)),
 }
 
 
-def fault_command(nproc, flags, out, checkpoints, fault=()):
+def fault_command(nproc, flags, out, checkpoints, fault):
     """torchrun with one restart, running tests/faults.py FAULT (a kind
-    and a step) or, with no fault, the same script untouched."""
+    and a step) on the instrumented script's flags."""
     return [
         sys.executable,
         "-m",
@@ -659,7 +649,7 @@ def fault_command(nproc, flags, out, checkpoints, fault=()):
         f"--nproc_per_node={nproc}",
         "--max-restarts=1",
         str(ROOT / "tests" / "faults.py"),
-        *(fault or ("none", "0")),
+        *fault,
         *flags,
         "--checkpoint-every=1",
         f"--checkpoint-dir={checkpoints}",
@@ -667,31 +657,46 @@ def fault_command(nproc, flags, out, checkpoints, fault=()):
     ]
 
 
+def by_fault():
+    """The layouts as parameters, each in its clean run's sweep group."""
+    return [
+        pytest.param(layout, marks=sweeps.group(results.LAUNCHES[name][1]))
+        for layout, (*_, (name, _)) in FAULTS.items()
+    ]
+
+
 @pytest.mark.slow  # torchrun launches
-@pytest.mark.parametrize("layout", FAULTS)
-def test_a_killed_job_restarts_and_ends_as_if_never_killed(tmp_path, layout):
-    """The killed job against a clean one launched here, bit for bit:
-    both ran on this machine, so equal weights are the claim itself."""
-    kind, step, resumed, name, flags = FAULTS[layout]
+@pytest.mark.parametrize("layout", by_fault())
+def test_a_killed_job_restarts_and_ends_as_if_never_killed(
+    tmp_path, tmp_path_factory, layout
+):
+    """The killed job, checkpointing every step, against the clean run of
+    the same flags (without checkpoints) that the sweep trained, bit for
+    bit: both ran on this machine, so equal weights are the claim
+    itself."""
+    kind, step, resumed, (name, index) = FAULTS[layout]
     nproc = results.LAUNCHES[name][1]
-    jobs = {}
-    for job, fault in (("clean", ()), ("faulty", (kind, str(step)))):
-        out, checkpoints = tmp_path / f"{job}.json", tmp_path / job
-        command = fault_command(nproc, flags, out, checkpoints, fault)
-        done = run_command(command, timeout=240)
-        log = done.stdout + done.stderr
-        assert done.returncode == 0, log[-4000:]
-        assert ("killed (test)" in log) == bool(fault), log[-4000:]
-        [jobs[job]] = report.load(out)
-        jobs[job + "_log"] = log
-    clean, faulty = jobs["clean"], jobs["faulty"]
-    assert clean.resumed_from_step == 0
-    log = jobs["faulty_log"]
+    clean = fresh(tmp_path_factory, nproc)[0][
+        AGAIN[nproc].index((name, index))
+    ]
+    flags = results.run_flags(name)[index]
+    out, checkpoints = tmp_path / "faulty.json", tmp_path / "faulty"
+    command = fault_command(nproc, flags, out, checkpoints, (kind, str(step)))
+    done = run_command(command, timeout=240)
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-4000:]
+    assert "killed (test)" in log, log[-4000:]
+    [faulty] = report.load(out)
+    saving = ("checkpoint_dir", "checkpoint_every")
+    unsaved = replace(
+        faulty.config, **{k: getattr(clean.config, k) for k in saving}
+    )
+    assert unsaved == clean.config
     assert faulty.resumed_from_step == resumed, log
     assert f"resumed from the checkpoint of step {resumed}" in log
     assert faulty.losses == clean.losses
     assert faulty.measured.weights_sha256 == clean.measured.weights_sha256
-    names = sorted(p.name for p in (tmp_path / "faulty").iterdir())
+    names = sorted(p.name for p in checkpoints.iterdir())
     assert names == [f"step_{s:06d}" for s in range(1, clean.config.steps + 1)]
 
 
@@ -833,9 +838,9 @@ PLANNED = (
 )
 
 
-@pytest.mark.xdist_group("fresh")  # one worker makes each launch once
+@sweeps.group(8)
 @pytest.mark.slow  # torchrun launches
-def test_the_planners_3d_command_is_the_8_rank_run(fresh):
+def test_the_planners_3d_command_is_the_8_rank_run(tmp_path_factory):
     """The command the planner prints for a tiny model on 8 ranks, run
     (with three steps, --check and --trace) on 8 CPU processes: it is
     the recorded dp 2 x tp 2 x pp 2 run, and trains as it did."""
@@ -849,6 +854,6 @@ def test_the_planners_3d_command_is_the_8_rank_run(fresh):
     cfg, flags = measured.parse(
         words[split + 2 :] + measuring, {"WORLD_SIZE": "8"}
     )
-    run = fresh(8)[0][0]
+    run = fresh(tmp_path_factory, 8)[0][0]
     assert cfg == run.config
     assert flags | {"json": None} == run.measuring | {"json": None}

@@ -6,6 +6,8 @@ it must equal the lab's formulas exactly (integers), and the losses
 those of one process. The tests that launch are marked slow.
 """
 
+import shutil
+
 import pytest
 
 from course.instruments import results
@@ -14,6 +16,7 @@ from course.tools.stress import run as run_command
 from snippets.context.balance import _positions
 from snippets.measured import context, report
 from snippets.torchrun.context import chunks, positions
+from tests import sweeps
 
 PARITY_RTOL = 1e-5  # fp32 losses of one seed and batch, any layout
 
@@ -86,6 +89,23 @@ def test_the_positions_are_the_labs_chunks():
 
 # --- launches ----------------------------------------------------------------
 
+# The record's ring runs of the parity model (cp 4 without and with
+# zig-zag, dp 2 x cp 2), trained again in the sweep on 4 ranks
+# (tests/sweeps.py); dp 2 x tp 2 x cp 2 in the sweep on 8, one step of
+# a small model; and the dp 2 x cp 2 run again, stopped after two steps
+# with a checkpoint each, for a launch that resumes it.
+AGAIN = [0, 1, 2]
+for _i in AGAIN:
+    sweeps.add(f"context4-{_i}", 4, results.run_flags("context4")[_i])
+DP2_CP2 = results.run_flags("context4")[2]
+SAVED = ("--checkpoint-dir={tmp}/context-cp", "--checkpoint-every=1")
+sweeps.add("context/first-two-steps", 4, (*DP2_CP2, *SAVED, "--steps=2"))
+sweeps.add(
+    "context/dp2-tp2-cp2",
+    8,
+    (*SMALL, "--steps=1", "--check", "--cp=2", "--tp=2", "--strategy=fsdp"),
+)
+
 
 def train(tmp_path, nproc, *flags, name="run"):
     """Train under torchrun with the instruments; the report.Run."""
@@ -99,29 +119,50 @@ def train(tmp_path, nproc, *flags, name="run"):
 
 @pytest.mark.slow  # torchrun launches
 @pytest.mark.parametrize(
-    "nproc,layout",
-    [(4, ("--cp=2", "--strategy=fsdp")), (4, ("--cp=4", "--cp-balance=none"))]
-    + [(8, ("--cp=2", "--tp=2", "--strategy=fsdp"))],
+    "nproc,name,layout",
+    [
+        pytest.param(
+            4, "context4-2", "dp 2 x cp 2 x tp 1", marks=sweeps.group(4)
+        ),
+        pytest.param(
+            4, "context4-0", "dp 1 x cp 4 x tp 1", marks=sweeps.group(4)
+        ),
+        pytest.param(
+            8,
+            "context/dp2-tp2-cp2",
+            "dp 2 x cp 2 x tp 2",
+            marks=sweeps.group(8),
+        ),
+    ],
     ids=["dp2-cp2", "cp4-none", "dp2-tp2-cp2"],
 )
-def test_a_cp_layout_has_the_gradients_of_one_process(tmp_path, nproc, layout):
-    run, log = train(tmp_path, nproc, *SMALL, "--steps=1", "--check", *layout)
+def test_a_cp_layout_has_the_gradients_of_one_process(
+    tmp_path_factory, nproc, name, layout
+):
+    """dp 2 x cp 2 and cp 4 (no balance) are the record's runs of the
+    parity model, trained again; dp 2 x tp 2 x cp 2 one step of a small
+    model: the gradient check and the ring's counts hold at any size."""
+    sweep = sweeps.made(tmp_path_factory, nproc)
+    run = sweep.runs[name]
     assert run.measured.grad_check.ok, run.measured.grad_check
     assert context.pairs(run) == context.predicted_pairs(run)
     assert context.sent_per_layer(run)[0] == context.predicted_sent(run)
-    assert "cp 2" in log or "cp 4" in log, log
+    assert f"{layout} on {nproc} rank(s)" in sweep.log, sweep.log
 
 
+@sweeps.group(4)
 @pytest.mark.slow  # torchrun launches
-def test_a_resumed_cp_run_ends_as_an_unbroken_one(tmp_path):
-    """Three steps at once against two, then one more from the
-    checkpoint: the same losses and, made on this machine in this test,
-    the same weights bit for bit."""
-    flags = (*SMALL, "--cp=2", "--strategy=fsdp", "--check")
-    whole, _ = train(tmp_path, 4, *flags, "--steps=3", name="whole")
-    saved = f"--checkpoint-dir={tmp_path / 'checkpoints'}"
-    part = (*flags, saved, "--checkpoint-every=1")
-    train(tmp_path, 4, *part, "--steps=2", name="first")
+def test_a_resumed_cp_run_ends_as_an_unbroken_one(tmp_path, tmp_path_factory):
+    """The record's dp 2 x cp 2 run, three steps at once, against two
+    steps with a checkpoint each (both in the sweep), then a launch that
+    resumes from the second: the same losses and, made on this machine
+    in this test run, the same weights bit for bit."""
+    sweep = sweeps.made(tmp_path_factory, 4)
+    whole = sweep.runs["context4-2"]
+    assert sweep.runs["context/first-two-steps"].losses == whole.losses[:2]
+    saved = tmp_path / "checkpoints"  # a copy: the sweep's stays as made
+    shutil.copytree(sweep.folder / "context-cp", saved)
+    part = (*DP2_CP2, f"--checkpoint-dir={saved}", "--checkpoint-every=1")
     resumed, log = train(tmp_path, 4, *part, "--steps=3", name="resumed")
     assert "resumed from the checkpoint of step 2" in log
     assert resumed.resumed_from_step == 2
@@ -129,18 +170,18 @@ def test_a_resumed_cp_run_ends_as_an_unbroken_one(tmp_path):
     assert resumed.measured.weights_sha256 == whole.measured.weights_sha256
 
 
+@sweeps.group(4)
 @pytest.mark.slow  # a torchrun launch
-def test_the_recorded_cp_runs_made_again_give_the_same_figures(tmp_path):
+def test_the_recorded_cp_runs_made_again_give_the_same_figures(
+    tmp_path_factory,
+):
     """The record's ring runs of the parity model, trained again: the
     counts exactly, the losses to 1e-5 (another CPU's kernels)."""
-    picked = [0, 1, 2]
-    flags = [results.run_flags("context4")[i] for i in picked]
-    out = tmp_path / "again.json"
-    done = run_command(launch_command("sweep", 4, flags, out), timeout=400)
-    assert done.returncode == 0, what_failed(done.stderr)
-    again = report.load(out)
-    recorded = [ring_runs()[i] for i in picked]
+    sweep = sweeps.made(tmp_path_factory, 4)
+    again = [sweep.runs[f"context4-{i}"] for i in AGAIN]
+    recorded = [ring_runs()[i] for i in AGAIN]
     for new, old in zip(again, recorded, strict=True):
+        assert new.config == old.config
         assert context.pairs(new) == context.pairs(old)
         assert context.sent_per_layer(new) == context.sent_per_layer(old)
         assert new.losses == pytest.approx(old.losses, rel=PARITY_RTOL)

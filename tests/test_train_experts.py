@@ -10,6 +10,7 @@ and must give the recorded integers exactly.
 """
 
 import math
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -22,6 +23,7 @@ from snippets.experts.routing import load_balancing_loss, route
 from snippets.measured import experts, report
 from snippets.torchrun.config import ModelConfig
 from snippets.torchrun.experts import MoE, balancing_loss
+from tests import sweeps
 
 PARITY_RTOL = 1e-5  # fp32 losses of one seed and batch, any layout
 RECORD_RTOL = 1e-5  # a record made on another CPU (tests/test_train.py)
@@ -178,15 +180,21 @@ def test_every_expert_layout_trains_the_losses_of_one_process():
 # --- made again -------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
+# The runs of experts2, trained again in the sweep on 2 ranks
+# (tests/sweeps.py), and the first of them stopped after two steps with
+# a checkpoint each, for a launch that resumes it.
+for _i, _flags in enumerate(results.run_flags("experts2")):
+    sweeps.add(f"experts2-{_i}", 2, _flags)
+FIRST = results.run_flags("experts2")[0]
+SAVED = ("--checkpoint-dir={tmp}/experts", "--checkpoint-every=1")
+sweeps.add("experts/first-two-steps", 2, (*FIRST, *SAVED, "--steps=2"))
+
+
 def fresh(tmp_path_factory):
-    """The runs of experts2 made again, and the launch's output."""
-    out = tmp_path_factory.mktemp("experts") / "runs.json"
-    command = launch_command("sweep", 2, results.run_flags("experts2"), out)
-    done = run_command(command, timeout=400)
-    assert done.returncode == 0, what_failed(done.stderr)
-    assert len(set(CLEAN_EXIT.findall(done.stdout))) == 2, done.stdout
-    return report.load(out)
+    """The runs of experts2 made again, in order."""
+    sweep = sweeps.made(tmp_path_factory, 2)
+    assert len(set(CLEAN_EXIT.findall(sweep.log))) == 2, sweep.log
+    return [sweep.runs[f"experts2-{i}"] for i in range(len(ep_runs()))]
 
 
 def exact(run):
@@ -194,29 +202,32 @@ def exact(run):
     return m.ep_step, m.routing, m.state, m.grad_check.ok
 
 
-@pytest.mark.xdist_group("experts")
+@sweeps.group(2)
 @pytest.mark.slow  # torchrun launches
-def test_runs_made_again_give_the_recorded_figures(fresh):
-    for a, b in zip(fresh, ep_runs(), strict=True):
+def test_runs_made_again_give_the_recorded_figures(tmp_path_factory):
+    for a, b in zip(fresh(tmp_path_factory), ep_runs(), strict=True):
         assert a.config == b.config
         assert exact(a) == exact(b)
         assert a.losses == pytest.approx(b.losses, rel=RECORD_RTOL)
 
 
-@pytest.mark.xdist_group("experts")
+@sweeps.group(2)
 @pytest.mark.slow  # torchrun launches
-def test_a_resumed_run_ends_as_if_never_stopped(fresh, tmp_path):
-    """Two steps with a checkpoint each, then a launch that resumes from
-    the second: the weights of the run made in one go, bit for bit
-    (both made on this machine, in this test)."""
-    flags = results.run_flags("experts2")[0]
-    saving = (f"--checkpoint-dir={tmp_path / 'ckpt'}", "--checkpoint-every=1")
-    for steps in ("--steps=2", "--steps=3"):
-        out = tmp_path / f"{steps[8:]}.json"
-        command = launch_command("train", 2, (*flags, *saving, steps), out)
-        done = run_command(command, timeout=300)
-        assert done.returncode == 0, what_failed(done.stderr)
+def test_a_resumed_run_ends_as_if_never_stopped(tmp_path, tmp_path_factory):
+    """Two steps with a checkpoint each (in the sweep), then a launch
+    that resumes from the second: the weights of the run made in one
+    go, bit for bit (both made on this machine, in this test run)."""
+    whole = fresh(tmp_path_factory)[0]
+    sweep = sweeps.made(tmp_path_factory, 2)
+    assert sweep.runs["experts/first-two-steps"].losses == whole.losses[:2]
+    saved = tmp_path / "ckpt"  # a copy: the sweep's stays as made
+    shutil.copytree(sweep.folder / "experts", saved)
+    saving = (f"--checkpoint-dir={saved}", "--checkpoint-every=1")
+    out = tmp_path / "3.json"
+    command = launch_command("train", 2, (*FIRST, *saving, "--steps=3"), out)
+    done = run_command(command, timeout=300)
+    assert done.returncode == 0, what_failed(done.stderr)
     [resumed] = report.load(out)
     assert resumed.resumed_from_step == 2
-    assert resumed.losses == fresh[0].losses
-    assert resumed.measured.weights_sha256 == fresh[0].measured.weights_sha256
+    assert resumed.losses == whole.losses
+    assert resumed.measured.weights_sha256 == whole.measured.weights_sha256

@@ -19,6 +19,7 @@ from snippets.measured import report, timelines
 from snippets.pipeline.schedule import pipeline_schedule
 from snippets.pipeline.zero_bubble import zero_bubble_schedule
 from snippets.torchrun.parallel import stages_of
+from tests import sweeps
 
 PARITY_RTOL = 1e-5  # fp32 losses of one batch, summed in another order
 
@@ -110,27 +111,38 @@ def train(tmp_path, name, *flags):
     return run, done.stdout
 
 
+# Three steps of ZBV with a checkpoint after each, in the sweep on 2
+# ranks (tests/sweeps.py).
+ZBV = (
+    *results.parity(1, "--pp=2", "--pp-schedule=zbv", "--check"),
+    "--trace",
+    "--checkpoint-every=1",
+)
+sweeps.add("zero-bubble/zbv", 2, (*ZBV, "--checkpoint-dir={tmp}/zbv"))
+
+
+@sweeps.group(2)
 @pytest.mark.slow  # torchrun launches
-def test_a_zbv_job_checkpoints_and_resumes_as_if_never_stopped(tmp_path):
+def test_a_zbv_job_checkpoints_and_resumes_as_if_never_stopped(
+    tmp_path, tmp_path_factory
+):
     """Three steps of ZBV with --check, --trace and a checkpoint after
     each: the lab's order, the gradients of one process. Then the third
     checkpoint is removed and the job started again: it resumes from
     the second (each rank saves the two stages of its V) and ends with
     the same loss and, bit for bit, the same weights."""
-    saved = tmp_path / "checkpoints"
-    flags = (
-        *results.parity(1, "--pp=2", "--pp-schedule=zbv", "--check"),
-        "--trace",
-        "--checkpoint-every=1",
-        f"--checkpoint-dir={saved}",
-    )
-    whole, _ = train(tmp_path, "whole", *flags)
+    sweep = sweeps.made(tmp_path_factory, 2)
+    assert len(set(CLEAN_EXIT.findall(sweep.log))) == 2, sweep.log
+    whole = sweep.runs["zero-bubble/zbv"]
     check_schedule(whole)
     assert whole.measured.grad_check.ok, whole.measured.grad_check
+    saved = tmp_path / "checkpoints"  # a copy: the sweep's stays as made
+    shutil.copytree(sweep.folder / "zbv", saved)
     last = saved / "step_000003"
     trainer = json.loads((last / "trainer.json").read_text())
     assert trainer["step"] == 3
     shutil.rmtree(last)
+    flags = (*ZBV, f"--checkpoint-dir={saved}")
     again, log = train(tmp_path, "again", *flags)
     assert again.resumed_from_step == 2, log
     assert "resumed from the checkpoint of step 2" in log
