@@ -351,6 +351,68 @@ if __name__ == "__main__":
         )
     # --8<-- [end:memory]
 
+    # --8<-- [start:unseen]
+    from snippets.planner.cost import NETWORK_SHARE
+    from snippets.planner.model import GPUS
+
+    print(
+        "| run | micro-batch x steps | recompute | measured | predicted "
+        "| error | memory, GB |"
+    )
+    print("| --- | --- | --- | ---: | ---: | ---: | --- |")
+    unseen = [compared(run) for run in runs.FOUNDRY_RUNS]
+    for r in unseen:
+        run = r["run"]
+        steps = run.global_batch // (run.micro_batch * run.dp)
+        gb = r["result"]["memory_per_gpu_GB"]["total"]
+        card = inputs(run)[1]["gpu_memory_GB"]
+        print(
+            f"| {run.label} | {run.micro_batch} x {steps} | {run.recompute} "
+            f"| {r['measured']:,.0f} | {r['predicted']:,.0f} | "
+            f"{r['error']:+.1%} | {gb:.1f} of {card:g} |"
+        )
+    print()
+    for table, (_, published, memory) in runs.FOUNDRY_TABLES.items():
+        these = [r for r in unseen if f"-{table}-" in r["run"].label]
+        errors = [r["error"] for r in these]
+        best = max(runs.mfu(r["run"]) for r in these)
+        print(
+            f"{published} ({memory} GB): {len(these)} runs, median error "
+            f"{statistics.median(abs(e) for e in errors):.1%}, from "
+            f"{min(errors):+.1%} to {max(errors):+.1%}; the best MFU "
+            f"measured {best:.1%}."
+        )
+    errors = [abs(r["error"]) for r in unseen]
+    fitting = [r for r in unseen if r["result"]["fits"]]
+    print(
+        f"All {len(unseen)}: median error {statistics.median(errors):.1%}, "
+        f"{sum(e <= 0.2 for e in errors)} within 20%; {len(fitting)} of "
+        f"{len(unseen)} layouts predicted to fit."
+    )
+    r = next(r for r in unseen if r["run"].label == "mpt-13b-h100-64")
+    run, parts = r["run"], r["result"]["step_s"]
+    step = run.global_batch_tokens / (r["measured"] * run.gpus)
+    # each micro-batch gathers the bf16 weights twice and
+    # reduce-scatters fp32 gradients (mixed precision DEFAULT)
+    moved = (2 + 2 + 4) * runs.matmul_weights(run) * (run.gpus - 1) / run.gpus
+    h100 = GPUS["h100-80gb"]
+    own = h100["nics_per_node"] * h100["nic_GBps"] / h100["gpus_per_node"]
+    print(
+        f"\n{run.label}: measured step {step:.2f} s; the planner's compute "
+        f"{parts['compute']:.2f} s and exposed gathers and reduce-scatters "
+        f"{parts['data_parallel']:.2f} s. Each GPU moves "
+        f"{moved / 1e9:.0f} GB a step: {moved / step / 1e9:.0f} GB/s if "
+        f"all of it hid behind the measured step, where each GPU's own "
+        f"NIC reaches {own * NETWORK_SHARE['h100-80gb']:.1f} GB/s."
+    )
+    pooled = next(k for k in runs.LINKS if k.label == "hgx-h100-8-ndr-4-nodes")
+    print(
+        f"A ring over four whole HGX H100 nodes, measured by nccl-tests: "
+        f"{pooled.low_GBps:g} GB/s of bus bandwidth, of "
+        f"{pooled.line_GBps:g} GB/s of NICs per node."
+    )
+    # --8<-- [end:unseen]
+
     # --8<-- [start:jobs]
     from snippets.planner.model import MODELS, cluster
 

@@ -60,8 +60,10 @@ def job(run):
         flash_attention=run.flash_attention is not False,
         precision=PRECISION.get(run.precision, run.precision),
         # fp16 runs reduce in 16 bits; bf16 ones in fp32 (FSDP2's
-        # policy, Megatron-LM's main gradients under bf16).
-        reduce_dtype="bf16" if run.precision == "fp16" else "fp32",
+        # policy, Megatron-LM's main gradients under bf16), unless the
+        # row says otherwise.
+        reduce_dtype=run.reduce_dtype
+        or ("bf16" if run.precision == "fp16" else "fp32"),
         stack="fused" if run.framework.startswith(FUSED) else "native",
         # DeepSpeed's ZeRO-3 gathers module by module, FSDP by layer.
         fsdp_unit="module"
@@ -100,6 +102,8 @@ def job(run):
     # only for its "no_shard" and "optim" strategies.
     if training["stack"] == "fused" and run.zero in (2, 3):
         layout["gradient_sync"] = "every"
+    if run.gradient_sync is not None:  # the framework's own rule
+        layout["gradient_sync"] = run.gradient_sync
     layouts = [layout]
     if run.chunks is None:  # one rule for every such row
         layouts = [

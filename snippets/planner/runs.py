@@ -113,6 +113,11 @@ class Run:
     # full recomputation keeps each layer's input split among the
     # tensor-parallel ranks (Training.distribute_saved_activations)
     distribute_saved_activations: bool = False
+    # where the framework's rule differs from the planner's default:
+    # gradients reduced in "bf16" or "fp32" (None: bf16 runs in fp32,
+    # fp16 ones in 16 bits), and ZeRO-2/3's sync under accumulation
+    reduce_dtype: str | None = None
+    gradient_sync: str | None = None
 
     def __post_init__(self):
         if self.tp * self.cp * self.pp * self.dp != self.gpus:
@@ -1118,6 +1123,146 @@ DGXC_RUNS = tuple(
         ("405b", 576, 252, 8, 9, 2, 7, (17.20, 11.24)),
     )
     for precision, seconds in zip(("bf16", "fp8"), times, strict=True)
+)
+
+# MosaicML's llm-foundry benchmarks: MPT models trained by Composer
+# with PyTorch FSDP (FULL_SHARD, each block a unit), flash attention,
+# on one node or several. The tables sweep models, sequence lengths
+# and GPU counts with the micro-batch tuned for each; one rule picks
+# the rows: every row of the 7B to 70B models at their 2,048-token
+# training sequence, in the three BF16 tables (A100 80 GB, A100 40 GB
+# and H100 80 GB).
+FOUNDRY = "mosaicml/llm-foundry scripts/train/benchmarking/README.md"
+FOUNDRY_COMMIT = "061f2c7ce64e655100286584a7629e2a09f827ba"
+# scripts/train/yamls/pretrain/mpt-<size>.yaml: layers, width, heads
+MPT = {
+    "7b": (32, 4096, 32),
+    "13b": (40, 5120, 40),
+    "30b": (48, 7168, 56),
+    "70b": (80, 8192, 64),
+}
+FOUNDRY_TABLES = {
+    "a100-80": ("a100-80gb", "A100 SXM 80 GB", 80),
+    "a100-40": ("a100-80gb", "A100 SXM 40 GB", 40),
+    "h100": ("h100-80gb", "H100 SXM 80 GB", 80),
+}
+FOUNDRY_NOTE = (
+    "Composer syncs FSDP's gradients every micro-batch: its no_sync "
+    "applies to DDP alone (composer/trainer/dist_strategy.py). Mixed "
+    "precision PURE reduces gradients in bf16, DEFAULT in fp32. MPT: "
+    "GELU MLP of 4 h, learned position embeddings, the output layer "
+    "tied to the embedding."
+)
+
+
+def _mpt(table, size, gpus, micro, steps, batch, recompute, tps, pure):
+    """A row of the benchmark README's table: FSDP over every GPU,
+    `steps` micro-batches of `micro` sequences per step."""
+    if micro * steps * gpus != batch:
+        raise ValueError(
+            f"mpt-{size}-{table}-{gpus}: the batch is not "
+            f"{micro} x {steps} x {gpus}"
+        )
+    gpu, published, memory = FOUNDRY_TABLES[table]
+    layers, hidden, heads = MPT[size]
+    if table == "h100":  # the README does not give the H100s' network
+        network = dict(
+            nics_per_node=None,
+            nic_Gbps=None,
+            network="not published; the planner's 8 x 400 Gb/s",
+        )
+        assumed = ("nics_per_node", "nic_Gbps", "network")
+    else:
+        network = dict(
+            nics_per_node=8,
+            nic_Gbps=200,
+            network="RoCE, 1,600 Gb/s per node (as 8 x 200 Gb/s)",
+        )
+        assumed = ("nics_per_node",)
+    return Run(
+        label=f"mpt-{size}-{table}-{gpus}",
+        source=f"MosaicML llm-foundry, {FOUNDRY} at {FOUNDRY_COMMIT[:7]}",
+        chosen=False,  # the suite sweeps FSDP alone
+        note=FOUNDRY_NOTE,
+        model=f"MPT {size.upper()}",
+        params_B=float(size[:-1]),
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=heads,
+        ffn=4 * hidden,
+        gated=False,
+        tied_embeddings=True,
+        vocab=50368,
+        seq_len=2048,
+        gpu=gpu,
+        gpu_published=published,
+        gpu_memory_GB=memory,
+        gpus=gpus,
+        gpus_per_node=8,
+        **network,
+        framework="Composer (PyTorch FSDP)",
+        tp=1,
+        pp=1,
+        dp=gpus,
+        cp=1,
+        zero=3,
+        schedule="none",
+        chunks=1,
+        micro_batch=micro,
+        global_batch=batch,
+        recompute=recompute,
+        sequence_parallel=False,
+        embedding_slots=False,
+        flash_attention=True,
+        precision="bf16",
+        reduce_dtype="bf16" if pure else "fp32",
+        gradient_sync="every",
+        figure=tps,
+        unit="tokens/s/GPU",
+        formula=None,
+        counts_recompute=None,
+        counts_attention=None,
+        assumed=assumed,
+    )
+
+
+FULL, NONE = "full", "none"
+FOUNDRY_RUNS = tuple(
+    _mpt(*row)
+    for row in (
+        # table, size, GPUs, micro-batch, accumulation, global batch,
+        # recompute, tokens/s per GPU, mixed precision PURE
+        ("a100-80", "70b", 64, 8, 4, 2048, FULL, 410, True),
+        ("a100-80", "70b", 32, 2, 16, 1024, FULL, 373, True),
+        ("a100-80", "30b", 8, 3, 21, 504, FULL, 916, False),
+        ("a100-80", "13b", 8, 2, 3, 48, NONE, 2262, False),
+        ("a100-80", "7b", 8, 6, 2, 96, NONE, 4641, False),
+        ("a100-40", "70b", 128, 4, 1, 512, FULL, 376, True),
+        ("a100-40", "70b", 64, 2, 1, 128, FULL, 276, True),
+        ("a100-40", "30b", 128, 6, 1, 768, FULL, 865, True),
+        ("a100-40", "30b", 32, 4, 1, 128, FULL, 857, True),
+        ("a100-40", "13b", 128, 16, 1, 2048, FULL, 1972, True),
+        ("a100-40", "13b", 64, 16, 1, 1024, FULL, 1976, True),
+        ("a100-40", "13b", 32, 14, 1, 448, FULL, 1998, True),
+        ("a100-40", "13b", 16, 10, 1, 160, FULL, 1993, True),
+        ("a100-40", "13b", 8, 4, 16, 512, FULL, 1668, True),
+        ("a100-40", "7b", 128, 18, 1, 2304, FULL, 3623, True),
+        ("a100-40", "7b", 64, 18, 1, 1152, FULL, 3665, True),
+        ("a100-40", "7b", 32, 18, 1, 576, FULL, 3725, True),
+        ("a100-40", "7b", 16, 16, 1, 256, FULL, 3645, True),
+        ("a100-40", "7b", 8, 12, 4, 384, FULL, 3679, True),
+        ("h100", "70b", 64, 8, 4, 2048, FULL, 1039, False),
+        ("h100", "70b", 32, 2, 16, 1024, FULL, 882, False),
+        ("h100", "30b", 32, 14, 3, 1344, FULL, 2308, False),
+        ("h100", "30b", 16, 10, 3, 480, FULL, 2263, False),
+        ("h100", "30b", 8, 3, 21, 504, FULL, 2002, False),
+        ("h100", "13b", 64, 2, 1, 128, NONE, 4800, False),
+        ("h100", "13b", 32, 2, 1, 64, NONE, 4811, False),
+        ("h100", "13b", 16, 2, 1, 32, NONE, 4767, False),
+        ("h100", "13b", 8, 2, 1, 16, NONE, 4792, False),
+        ("h100", "7b", 8, 6, 1, 48, NONE, 10643, False),
+    )
 )
 # --8<-- [end:rows]
 
