@@ -953,3 +953,25 @@ def test_the_search_tries_expert_parallelism_for_moe_models_only():
 def test_bad_expert_inputs_are_named(model, layout, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         run(layout, model, job=MOE_JOB)
+
+
+def test_a_ring_over_whole_nodes_gets_their_nics_unless_told_not_to():
+    """ZeRO-3 over every GPU of 8 nodes: its gathers and reduce-scatters
+    cross the network on the node's NICs together, several times faster
+    than with one NIC's worth per GPU (pooled_nics=False, DeepSpeed's).
+    ZeRO-3 with TP 8 (one GPU per node in each ring) and HSDP's replicas
+    (one GPU per node) get one NIC either way."""
+
+    def exposed(layout, pooled):
+        job = {**JOB, "pooled_nics": pooled}
+        return run(layout, job=job)["step_s"]["data_parallel"]
+
+    flat = {"dp": 64, "tp": 1, "pp": 1, "zero": 3, "recompute": "full"}
+    assert exposed(flat, True) * 3 < exposed(flat, False)
+    for layout in (
+        {"dp": 8, "tp": 8, "pp": 1, "zero": 3, "recompute": "full"},
+        {"dp": 64, "tp": 1, "pp": 1, "zero": "hsdp", "recompute": "full"},
+    ):
+        assert exposed(layout, True) == exposed(layout, False)
+    with pytest.raises(TypeError, match="training.pooled_nics"):
+        run(flat, job={**JOB, "pooled_nics": "yes"})

@@ -8,7 +8,7 @@ import statistics
 from snippets.planner import runs
 from snippets.planner.cost import FIT
 from snippets.planner.fit import START, fit, job, predict
-from snippets.planner.layouts import name, plan_layouts
+from snippets.planner.layouts import evaluate_layout, name, plan_layouts
 
 SAME = ("dp", "tp", "pp", "cp", "ep", "zero", "recompute")
 SAME += ("sequence_parallel",)
@@ -404,6 +404,14 @@ if __name__ == "__main__":
         f"{moved / 1e9:.0f} GB a step: {moved / step / 1e9:.0f} GB/s if "
         f"all of it hid behind the measured step, where each GPU's own "
         f"NIC reaches {own * NETWORK_SHARE['h100-80gb']:.1f} GB/s."
+    )
+    model, nodes, training, [layout] = inputs(run)
+    one_nic = evaluate_layout(
+        model, nodes, {**training, "pooled_nics": False}, layout, FIT
+    )["tokens_per_s_per_gpu"]
+    print(
+        f"With one NIC per GPU for every ring: {one_nic:,.0f} tokens/s per "
+        f"GPU predicted, {one_nic / r['measured']:.0%} of the measured."
     )
     pooled = next(k for k in runs.LINKS if k.label == "hgx-h100-8-ndr-4-nodes")
     print(

@@ -102,13 +102,13 @@ def gathered_bytes(training):
 # The fit's result on the measured runs (snippets/planner/fit.py); a
 # test checks that these are what the fit returns.
 FIT = Fit(
-    a100_gemm_share=0.495,
-    h100_gemm_share=0.561,
-    attention_share=0.226,
-    hbm_passes=0.953,
-    fused_speedup=1.25,
-    fp8_speedup=1.69,
-    overlap=0.59,
+    a100_gemm_share=0.494,
+    h100_gemm_share=0.547,
+    attention_share=0.229,
+    hbm_passes=1.77,
+    fused_speedup=1.3,
+    fp8_speedup=1.76,
+    overlap=0.498,
 )
 
 
@@ -232,15 +232,20 @@ class Links:
         per_gpu = c.nics_per_node * c.nic_GBps / c.gpus_per_node
         return cls(nvlink, per_gpu * NETWORK_SHARE[c.gpu], c.gpus_per_node)
 
-    def group(self, inner, size):
+    def group(self, inner, size, pooled=False):
         """(GB/s, nodes) of a group of `size` GPUs that sit `inner`
         apart (the degrees inside it, in the order tp, cp, dp, pp): a
         node holds g / inner of them, and the group spans size / that
-        many nodes."""
+        many nodes. Across nodes the group's ring gets one GPU's NIC;
+        `pooled`, the NICs of all its GPUs in a node, since NCCL runs
+        one ring per NIC side by side (capped by NVLink, which every
+        byte still crosses)."""
         g = self.gpus_per_node
-        nodes = -(-size // max(1, min(size, g // inner)))
-        fast = self.nvlink if nodes == 1 else min(self.nvlink, self.network)
-        return (fast, nodes)
+        here = max(1, min(size, g // inner))  # the group's GPUs per node
+        nodes = -(-size // here)
+        nics = here if pooled else 1
+        fast = min(self.nvlink, nics * self.network)
+        return (self.nvlink if nodes == 1 else fast, nodes)
 
 
 def estimate(job, fit=FIT):
@@ -479,7 +484,8 @@ def sharded_seconds(job, fit, shape, links):
     if lay.zero not in (3, "hsdp"):
         return 0.0, 0.0
     params = layer_params(shape, lay)
-    dp_link = links.group(lay.tp * lay.cp, lay.dp)
+    pooled = job.training.pooled_nics
+    dp_link = links.group(lay.tp * lay.cp, lay.dp, pooled)
     over = (links.nvlink, 1) if lay.zero == "hsdp" else dp_link
     n = 1 if job.training.fsdp_unit == "layer" else shape.modules
     grad = REDUCE_BYTES[job.training.reduce_dtype]
@@ -707,7 +713,9 @@ def data_parallel_seconds(job, fit, shape, links, one):
     window = max(job.stages) * (one.backward + one.tp_backward)
     last = min(1.0, max(BUCKET_BYTES, 2 * embedding) / grads)
     ranks = lay.dp * lay.cp  # the GPUs that hold the same weights
-    dp_link = links.group(lay.tp * lay.cp, lay.dp)
+    dp_link = links.group(lay.tp * lay.cp, lay.dp, job.training.pooled_nics)
+    if lay.zero == "hsdp":  # one GPU of each node per ring of replicas
+        dp_link = links.group(lay.tp * lay.cp * job.shard, ranks // job.shard)
 
     def reduced(kind, ranks_, size):
         comm = ring_s(kind, size, ranks_, dp_link, fit)

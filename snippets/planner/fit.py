@@ -83,6 +83,10 @@ def job(run):
         if run.framework.startswith("torchtitan")
         else "ring",
         kv_repeated=run.framework.startswith("torchtitan"),
+        # DeepSpeed's ZeRO-3 of Megatron-LM's Table 2 sustained one NIC's
+        # worth per GPU (the page's worked case); PyTorch's rings over
+        # whole nodes get the node's NICs (MosaicML's FSDP runs).
+        pooled_nics=not run.framework.startswith("DeepSpeed"),
     )
     layout = dict(
         dp=run.dp,

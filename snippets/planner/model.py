@@ -150,7 +150,11 @@ class Training:
     communication does. cp_exchange: see CP_EXCHANGES. kv_repeated:
     the keys and values are copied to one head per query head before
     attention (torchtitan's repeat_kv), so context parallelism moves
-    them at the queries' width, not the KV heads'."""
+    them at the queries' width, not the KV heads'. pooled_nics: a
+    data-parallel ring with several GPUs in each node crosses from node
+    to node on all their NICs at once, as NCCL's rings side by side do
+    (the comms lesson); False gives it one NIC, all that DeepSpeed's
+    ZeRO-3 of 2021 sustained (Narayanan et al. 2021, Table 2)."""
 
     global_batch_tokens: int
     micro_batch: int
@@ -165,6 +169,7 @@ class Training:
     tp_overlap: bool = False
     cp_exchange: str = "ring"
     kv_repeated: bool = False
+    pooled_nics: bool = True
 
     def __post_init__(self):
         count("training.global_batch_tokens", self.global_batch_tokens)
@@ -183,6 +188,7 @@ class Training:
         flag("training.tp_overlap", self.tp_overlap)
         choice("training.cp_exchange", self.cp_exchange, CP_EXCHANGES)
         flag("training.kv_repeated", self.kv_repeated)
+        flag("training.pooled_nics", self.pooled_nics)
 
 
 def checked(cls, name, value):
