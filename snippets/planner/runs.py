@@ -1149,7 +1149,10 @@ FOUNDRY_TABLES = {
 FOUNDRY_NOTE = (
     "Composer syncs FSDP's gradients every micro-batch: its no_sync "
     "applies to DDP alone (composer/trainer/dist_strategy.py). Mixed "
-    "precision PURE reduces gradients in bf16, DEFAULT in fp32. MPT: "
+    "precision PURE gathers bf16 weights and reduces gradients in bf16; "
+    "DEFAULT, in Composer's later releases, gathers bf16 and reduces in "
+    "fp32 (an earlier one gathered fp32 weights and reduced in bf16; "
+    "the README does not say which release ran). MPT: "
     "GELU MLP of 4 h, learned position embeddings, the output layer "
     "tied to the embedding."
 )
@@ -1223,7 +1226,7 @@ def _mpt(table, size, gpus, micro, steps, batch, recompute, tps, pure):
         formula=None,
         counts_recompute=None,
         counts_attention=None,
-        assumed=assumed,
+        assumed=assumed + (() if pure else ("reduce_dtype",)),
     )
 
 
