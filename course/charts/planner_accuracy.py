@@ -1,7 +1,8 @@
 """figure("planner-accuracy") on "How good is the planner?": each
 measured run's tokens/s per GPU against the cost model's prediction by
 a fit that held the run's source out, on log axes around y = x
-(snippets/planner/accuracy.py)."""
+(snippets/planner/accuracy.py), and the runs in no fit against the
+fitted planner's."""
 
 from course.build import cache
 from course.charts._svg import INK, PALETTE, figure_html, new_figure, style
@@ -25,7 +26,11 @@ def draw():
     for r in rows:  # the prediction that never saw the run's source
         r["predicted"] = r["measured"] * (1 + r["held_out_error"])
     s = summary(rows)
-    values = [v for r in rows for v in (r["measured"], r["predicted"])]
+    # MosaicML's FSDP runs, in no fit: predicted by the planner's own
+    unseen = [compared(run) for run in runs.FOUNDRY_RUNS]
+    values = [
+        v for r in rows + unseen for v in (r["measured"], r["predicted"])
+    ]
     low, high = min(values) / 1.5, max(values) * 1.5
     with style():
         fig = new_figure(5.4, 4.6)
@@ -52,6 +57,16 @@ def draw():
                 linestyle="none",
                 label=f"{label} ({len(mine)})",
             )
+        ax.plot(
+            [r["measured"] for r in unseen],
+            [r["predicted"] for r in unseen],
+            "o",
+            color=INK,
+            markerfacecolor="none",
+            markersize=5,
+            linestyle="none",
+            label=f"MosaicML FSDP, in no fit ({len(unseen)})",
+        )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(low, high)
@@ -72,13 +87,17 @@ def draw():
             "by a fit to the other sources, both on log scales, around the"
             " line y = x with dashed lines 15% above and below. The median"
             f" error is {s['held_median']:.1%}; the worst, "
-            f"{worst['held_out_error']:+.1%}, is {worst['run'].label}."
+            f"{worst['held_out_error']:+.1%}, is {worst['run'].label}. "
+            f"Hollow circles: {len(unseen)} runs in no fit, predicted by "
+            "the fitted planner."
         ),
         caption=(
             "Each point is a measured run, predicted by the model fitted "
             "to every other source; on the solid line the planner predicts"
             " it exactly, and between the dashed lines within 15%. Median "
             f"error {s['held_median']:.1%}, worst "
-            f"{worst['held_out_error']:+.1%} ({worst['run'].label})."
+            f"{worst['held_out_error']:+.1%} ({worst['run'].label}). "
+            "The hollow circles are MosaicML's FSDP runs, which no fit "
+            "saw, predicted by the planner as fitted to every source."
         ),
     )

@@ -356,20 +356,23 @@ if __name__ == "__main__":
     from snippets.planner.model import GPUS
 
     print(
-        "| run | micro-batch x steps | recompute | measured | predicted "
-        "| error | memory, GB |"
+        "| model | GPUs | micro-batch x steps | recompute | measured | "
+        "predicted | error | GB per GPU |"
     )
-    print("| --- | --- | --- | ---: | ---: | ---: | --- |")
+    print("| --- | --- | --- | --- | ---: | ---: | ---: | --- |")
     unseen = [compared(run) for run in runs.FOUNDRY_RUNS]
     for r in unseen:
         run = r["run"]
         steps = run.global_batch // (run.micro_batch * run.dp)
         gb = r["result"]["memory_per_gpu_GB"]["total"]
         card = inputs(run)[1]["gpu_memory_GB"]
+        gpus = (
+            f"{run.gpus} {run.gpu_published.split()[0]} {run.gpu_memory_GB} GB"
+        )
         print(
-            f"| {run.label} | {run.micro_batch} x {steps} | {run.recompute} "
-            f"| {r['measured']:,.0f} | {r['predicted']:,.0f} | "
-            f"{r['error']:+.1%} | {gb:.1f} of {card:g} |"
+            f"| {run.model} | {gpus} | {run.micro_batch} x {steps} | "
+            f"{run.recompute} | {r['measured']:,.0f} | {r['predicted']:,.0f}"
+            f" | {r['error']:+.1%} | {gb:.1f} |"
         )
     print()
     for table, (_, published, memory) in runs.FOUNDRY_TABLES.items():
@@ -398,7 +401,8 @@ if __name__ == "__main__":
     h100 = GPUS["h100-80gb"]
     own = h100["nics_per_node"] * h100["nic_GBps"] / h100["gpus_per_node"]
     print(
-        f"\n{run.label}: measured step {step:.2f} s; the planner's compute "
+        f"\n{run.model} on {run.gpus} H100s: measured step {step:.2f} s; "
+        f"the planner's compute "
         f"{parts['compute']:.2f} s and exposed gathers and reduce-scatters "
         f"{parts['data_parallel']:.2f} s. Each GPU moves "
         f"{moved / 1e9:.0f} GB a step: {moved / step / 1e9:.0f} GB/s if "
