@@ -352,8 +352,8 @@ if __name__ == "__main__":
     # --8<-- [end:memory]
 
     # --8<-- [start:unseen]
-    from snippets.planner.cost import NETWORK_SHARE
-    from snippets.planner.model import GPUS
+    from snippets.planner.cost import Links
+    from snippets.planner.model import check_cluster
 
     print(
         "| model | GPUs | micro-batch x steps | recompute | measured | "
@@ -365,7 +365,6 @@ if __name__ == "__main__":
         run = r["run"]
         steps = run.global_batch // (run.micro_batch * run.dp)
         gb = r["result"]["memory_per_gpu_GB"]["total"]
-        card = inputs(run)[1]["gpu_memory_GB"]
         gpus = (
             f"{run.gpus} {run.gpu_published.split()[0]} {run.gpu_memory_GB} GB"
         )
@@ -375,8 +374,13 @@ if __name__ == "__main__":
             f" | {r['error']:+.1%} | {gb:.1f} |"
         )
     print()
-    for table, (_, published, memory) in runs.FOUNDRY_TABLES.items():
-        these = [r for r in unseen if f"-{table}-" in r["run"].label]
+    for _, published, memory in runs.FOUNDRY_TABLES.values():
+        these = [
+            r
+            for r in unseen
+            if (r["run"].gpu_published, r["run"].gpu_memory_GB)
+            == (published, memory)
+        ]
         errors = [r["error"] for r in these]
         best = max(runs.mfu(r["run"]) for r in these)
         print(
@@ -398,8 +402,8 @@ if __name__ == "__main__":
     # each micro-batch gathers the bf16 weights twice and
     # reduce-scatters fp32 gradients (mixed precision DEFAULT)
     moved = (2 + 2 + 4) * runs.matmul_weights(run) * (run.gpus - 1) / run.gpus
-    h100 = GPUS["h100-80gb"]
-    own = h100["nics_per_node"] * h100["nic_GBps"] / h100["gpus_per_node"]
+    model, nodes, training, [layout] = inputs(run)
+    own, _ = Links.of(check_cluster(nodes), FIT).group(1, run.gpus)
     print(
         f"\n{run.model} on {run.gpus} H100s: measured step {step:.2f} s; "
         f"the planner's compute "
@@ -407,9 +411,8 @@ if __name__ == "__main__":
         f"{parts['data_parallel']:.2f} s. Each GPU moves "
         f"{moved / 1e9:.0f} GB a step: {moved / step / 1e9:.0f} GB/s if "
         f"all of it hid behind the measured step, where each GPU's own "
-        f"NIC reaches {own * NETWORK_SHARE['h100-80gb']:.1f} GB/s."
+        f"NIC reaches {own:.1f} GB/s."
     )
-    model, nodes, training, [layout] = inputs(run)
     one_nic = evaluate_layout(
         model, nodes, {**training, "pooled_nics": False}, layout, FIT
     )["tokens_per_s_per_gpu"]

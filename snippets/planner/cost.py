@@ -484,8 +484,7 @@ def sharded_seconds(job, fit, shape, links):
     if lay.zero not in (3, "hsdp"):
         return 0.0, 0.0
     params = layer_params(shape, lay)
-    pooled = job.training.pooled_nics
-    dp_link = links.group(lay.tp * lay.cp, lay.dp, pooled)
+    dp_link = links.group(lay.tp * lay.cp, lay.dp, job.training.pooled_nics)
     over = (links.nvlink, 1) if lay.zero == "hsdp" else dp_link
     n = 1 if job.training.fsdp_unit == "layer" else shape.modules
     grad = REDUCE_BYTES[job.training.reduce_dtype]
