@@ -982,3 +982,43 @@ def test_a_ring_over_whole_nodes_gets_their_nics_unless_told_not_to():
         assert exposed(layout, True) == exposed(layout, False)
     with pytest.raises(TypeError, match="training.pooled_nics"):
         run(flat, job={**JOB, "pooled_nics": "yes"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["llama", "gpt"])
+def test_eager_bytes_are_what_pytorch_moves(kind):
+    """The planner's eager factor is a count on real PyTorch: eager
+    operators' tensors against torch.compile's kernels, for one layer's
+    forward and backward pass (snippets/torchrun/eager.py)."""
+    from snippets.planner.cost import EAGER_BYTES
+    from snippets.torchrun.eager import element_bytes
+
+    eager, compiled = element_bytes(kind)
+    assert eager / compiled == pytest.approx(EAGER_BYTES[kind], abs=0.005)
+
+
+def test_an_eager_stack_moves_its_element_wise_bytes_again():
+    """Eager PyTorch differs from compiled in the element-wise kernels
+    alone: a gated layer's by the Llama count, and nothing else moves."""
+    from snippets.planner.cost import (
+        EAGER_BYTES,
+        Links,
+        job_stored_bytes,
+        layer_seconds,
+    )
+    from snippets.planner.layouts import check_layout
+
+    seconds = {}
+    for stack in ("native", "eager"):
+        job = check_layout(LAYOUT, L70, H100x8, {**JOB, "stack": stack})
+        shape = layer_shape(job.model)
+        links = Links.of(job.cluster, FIT)
+        seconds[stack] = layer_seconds(job, FIT, shape, links)
+    native, eager = seconds["native"], seconds["eager"]
+    hbm = job.cluster.hbm_GBps * 1e9
+    elementwise = FIT.hbm_passes * job_stored_bytes(job, shape) / hbm
+    assert eager.forward - native.forward == pytest.approx(
+        (EAGER_BYTES["llama"] - 1) * elementwise
+    )
+    assert eager.weight_grad == native.weight_grad
+    assert eager.gather == native.gather

@@ -255,6 +255,14 @@ if __name__ == "__main__":
                 f"{link.low_GBps:g} of {link.line_GBps:g} GB/s per NIC "
                 "across nodes, nccl-tests |"
             )
+    from snippets.planner.cost import EAGER_BYTES
+
+    for kind, layer in (("llama", "torchtitan's Llama"), ("gpt", "a GPT")):
+        print(
+            f"| eager PyTorch, {kind} (counted) | {EAGER_BYTES[kind]:.3g} | "
+            f"element-wise bytes of {layer} layer in eager PyTorch, per "
+            "byte under torch.compile, counted on real PyTorch |"
+        )
     print(
         f"\nFitted on {len(FITTED)} runs in {evaluations} evaluations "
         f"(mean squared log error {error:.4f}); the planner's defaults "

@@ -77,6 +77,13 @@ NETWORK_SHARE = {
 # runs move messages too large to tell these apart from zero.
 NVLINK_HOP_US = 3.4
 NETWORK_HOP_US = 9.6
+# How many times the bytes of torch.compile's element-wise kernels
+# eager PyTorch's move in a layer's forward and backward pass, counted
+# on real PyTorch by snippets/torchrun/eager.py (a test counts again):
+# torchtitan's Llama layer, its RMSNorm, rotary embeddings and SwiGLU
+# one operator at a time, for gated models; the course's GPT block,
+# whose LayerNorm and GELU are single kernels either way, for the rest.
+EAGER_BYTES = {"llama": 2.73, "gpt": 1.0}
 # HBM bytes per parameter of the Adam step: it reads the fp32 master
 # weight, momentum, variance and gradient and writes the first three
 # and the bf16 weight.
@@ -103,13 +110,13 @@ def gathered_bytes(training):
 # The fit's result on the measured runs (snippets/planner/fit.py); a
 # test checks that these are what the fit returns.
 FIT = Fit(
-    a100_gemm_share=0.645,
-    h100_gemm_share=0.532,
+    a100_gemm_share=0.648,
+    h100_gemm_share=0.556,
     attention_share=0.229,
-    hbm_passes=1.23,
-    fused_speedup=1.3,
-    fp8_speedup=1.75,
-    overlap=0.504,
+    hbm_passes=1.3,
+    fused_speedup=1.28,
+    fp8_speedup=1.7,
+    overlap=0.502,
 )
 
 
@@ -333,6 +340,8 @@ def layer_seconds(job, fit, shape, links):
     attention = 4 * s * m.q_width * tokens / tp * (0.5 if flash else 1)
     attention /= peak * fit.attention_share
     elementwise = fit.hbm_passes * job_stored_bytes(job, shape) / hbm
+    if t.stack == "eager":  # one kernel per operator
+        elementwise *= EAGER_BYTES["llama" if m.gated else "gpt"]
     # Tensor parallelism, per pass: two all-reduces of the b x s x h
     # output (with sequence parallelism, two all-gathers and two
     # reduce-scatters: the same bytes and hops); not overlapped.

@@ -28,7 +28,8 @@ PRECISION = {"fp8-linear": "fp8"}  # Float8 matmuls; fp16 runs as bf16
 # DeepSpeed runs on Megatron's model code (BLOOM, MT-NLG, Megatron-LM's
 # own ZeRO-3 comparison) and metaseq (OPT), which builds Megatron's
 # model-parallel layers and fused softmax kernels into its own. The
-# others, torchtitan and Meta's Llama 3 stack, count as PyTorch-native.
+# others, torchtitan and Meta's Llama 3 stack, count as PyTorch-native,
+# compiled unless the row says eager.
 FUSED = ("Megatron", "NeMo", "DeepSpeed", "metaseq")
 
 
@@ -64,7 +65,11 @@ def job(run):
         # row says otherwise.
         reduce_dtype=run.reduce_dtype
         or ("bf16" if run.precision == "fp16" else "fp32"),
-        stack="fused" if run.framework.startswith(FUSED) else "native",
+        stack="fused"
+        if run.framework.startswith(FUSED)
+        else "eager"
+        if "eager" in run.framework
+        else "native",
         # DeepSpeed's ZeRO-3 gathers module by module, FSDP by layer.
         fsdp_unit="module"
         if run.framework.startswith("DeepSpeed")

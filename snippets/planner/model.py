@@ -24,10 +24,11 @@ FSDP_UNITS = ("layer", "module")
 # runs of Megatron-LM and DeepSpeed).
 REDUCE_DTYPES = ("fp32", "bf16")
 # stack: the software that runs the layers: "native" PyTorch (FSDP2 and
-# PyTorch's own kernels: torchtitan, compiled with torch.compile in all
-# but its eager FSDP rows, and the course's script, eager) or a "fused" stack
+# PyTorch's own kernels, compiled with torch.compile, as torchtitan
+# runs them), "eager" PyTorch (the same, one kernel per operator: the
+# course's script, torchtitan's eager rows) or a "fused" stack
 # (Megatron-LM, NeMo, and DeepSpeed on Megatron's model code).
-STACKS = ("native", "fused")
+STACKS = ("native", "eager", "fused")
 # cp_exchange: how context parallelism moves keys and values. "ring":
 # each of the cp - 1 steps sends the next block while attention runs
 # on the one held, and the backward pass sends the blocks again with
