@@ -994,7 +994,7 @@ def test_eager_bytes_are_what_pytorch_moves(kind):
     from snippets.torchrun.eager import element_bytes
 
     eager, compiled = element_bytes(kind)
-    assert eager / compiled == pytest.approx(EAGER_BYTES[kind], abs=0.005)
+    assert eager / compiled == pytest.approx(EAGER_BYTES[kind], rel=0.02)
 
 
 def test_an_eager_stack_moves_its_element_wise_bytes_again():
