@@ -411,7 +411,10 @@ if __name__ == "__main__":
         "recomputation |"
     )
     print("| --- | --- | --- | --- |")
+    stacks = {"fused": "fused (Megatron's kernels)", "native": "PyTorch"}
+    stacks["eager"] = "PyTorch, eager"
     for (card, stack), cells in sorted(best.items()):
+        stack = stacks[stack]
         shown = (
             f"{cells[k][0]:.1%} ({cells[k][1]})" if k in cells else "none ran"
             for k in ("none", "full")
