@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from snippets.planner.model import GPUS, MODELS, PRECISIONS
+from snippets.planner.model import GPUS, MODELS, PRECISIONS, STACKS
 from snippets.planner.report import plan, text
 
 
@@ -64,6 +64,14 @@ def parser():
         default="bf16",
         help="fp8: the layers' matrix multiplies in FP8 (default: bf16)",
     )
+    p.add_argument(
+        "--stack",
+        choices=STACKS,
+        default="native",
+        help="the software that runs the layers: native (PyTorch under "
+        "torch.compile), eager (PyTorch, a kernel per operator) or fused "
+        "(Megatron-LM's and NeMo's kernels) (default: native)",
+    )
     p.add_argument("--top", type=int, default=5, help="rows to print")
     p.add_argument(
         "--json", action="store_true", help="print the answer as JSON"
@@ -96,6 +104,7 @@ def main(argv=None):
             micro_batch=args.micro_batch,
             reserve_GB=args.reserve_GB,
             precision=args.precision,
+            stack=args.stack,
             top=args.top,
             **{key: getattr(args, key) for key, _, _ in CLUSTER},
         )

@@ -95,6 +95,7 @@ def plan(
     micro_batch=1,
     reserve_GB=4.0,
     precision="bf16",
+    stack="native",
     top=5,
     **cluster_values,
 ):
@@ -118,6 +119,7 @@ def plan(
         "micro_batch": micro_batch,
         "reserve_GB": reserve_GB,
         "precision": precision,
+        "stack": stack,
     }
     count("top", top)
     return answer(model, cluster(gpu, nodes, **cluster_values), training, top)

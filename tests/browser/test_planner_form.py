@@ -76,8 +76,9 @@ def test_the_form_answers_as_the_command_line_and_refuses_a_bad_field(
     form, tmp_path
 ):
     """The page's inputs are planned as the command line plans them; a
-    bad field is then refused by name; with it mended and the cluster
-    changed, the next Plan again answers as the command line. The form
+    bad field is then refused by name; with it mended, the cluster
+    changed and eager PyTorch chosen, the next Plan again answers as the
+    command line. The form
     and its answer pass axe-core."""
     assert plan(form) == "done"
     assert answer_matches_the_command_line(form, tmp_path), "the page's inputs"
@@ -88,6 +89,7 @@ def test_the_form_answers_as_the_command_line_and_refuses_a_bad_field(
     form.locator("details > summary").click()  # the cluster's own
     for name, value in CHANGED.items():
         form.locator(f"[name={name}]").fill(value)
+    form.locator("[name=stack]").select_option("eager")
     assert plan(form) == "done"
     assert answer_matches_the_command_line(form, tmp_path), CHANGED
     serious = serious_axe(form.page, "form[data-course-planner]")
