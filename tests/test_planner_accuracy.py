@@ -10,6 +10,7 @@ from course.build import cache
 from snippets.planner import runs
 from snippets.planner.accuracy import (
     authors_choice,
+    best_mfu,
     compared,
     held_out_fits,
     same_cluster,
@@ -227,35 +228,23 @@ def test_every_unseen_layout_fits(run):
     assert memory <= job(run)[1]["gpu_memory_GB"], f"{memory:.1f} GB"
 
 
-def best_mfu(rows):
-    """{(card, stack): the best 16-bit MFU of its runs with the same
-    recomputation, none or full}: published throughput, each run's own
-    FLOP count."""
-    best = {}
-    for run in rows:
-        if run.precision in ("bf16", "fp16"):
-            key = (run.gpu, job(run)[2]["stack"], run.recompute)
-            best[key] = max(best.get(key, 0), runs.mfu(run))
-    return best
-
-
 def test_a_fused_stack_leads_on_h100s_only():
     """What the planner's stack speed-up rests on, in published MFUs:
     on H100s NVIDIA's fused stack leads PyTorch's own by about the
     fitted speed-up; on A100s PyTorch's FSDP (the unseen runs) leads
     every fused run, with recomputation and without alike, so the
     planner applies the speed-up on H100s only."""
-    best = best_mfu(runs.RUNS + runs.FOUNDRY_RUNS)
-    h100 = (
-        best["h100-80gb", "fused", "none"]
-        / best["h100-80gb", "native", "none"]
-    )
+    best = {
+        (card, stack, recompute): mfu
+        for (card, stack), cells in best_mfu(
+            runs.RUNS + runs.FOUNDRY_RUNS
+        ).items()
+        for recompute, (mfu, _) in cells.items()
+    }
+    h100 = best["H100", "fused", "none"] / best["H100", "native", "none"]
     assert h100 == pytest.approx(FIT.fused_speedup, rel=0.1)
-    assert (
-        best["a100-80gb", "native", "full"]
-        > best["a100-80gb", "fused", "full"]
-    )
-    assert ("a100-80gb", "fused", "none") not in best  # none ran
+    assert best["A100", "native", "full"] > best["A100", "fused", "full"]
+    assert ("A100", "fused", "none") not in best  # none ran
 
 
 def test_the_unseen_runs_are_predicted_within_a_fifth():

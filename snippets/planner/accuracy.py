@@ -69,6 +69,23 @@ def summary(rows):
     }
 
 
+def best_mfu(rows):
+    """{(card, stack): {recomputation: (MFU, label)}}: the best 16-bit
+    MFU each kind of software stack reached on each kind of card, with
+    no recomputation and with full, from the runs' published
+    throughput."""
+    best = {}
+    for run in rows:
+        if run.precision in ("bf16", "fp16") and run.recompute in (
+            "none",
+            "full",
+        ):
+            key = (run.gpu_published.split()[0], job(run)[2]["stack"])
+            cell = best.setdefault(key, {}).get(run.recompute, (0, ""))
+            best[key][run.recompute] = max(cell, (runs.mfu(run), run.label))
+    return best
+
+
 def same_cluster(rows):
     """Groups of rows that compare layouts of one job on one cluster:
     the same model, GPUs, sequence and batch, different layouts."""
@@ -395,17 +412,8 @@ if __name__ == "__main__":
             f"{statistics.median(abs(e) for e in errors):.1%}, from "
             f"{min(errors):+.1%} to {max(errors):+.1%}."
         )
-    # The best 16-bit MFU each kind of stack reached on each card, in
     # every run of this page, fitted or not
-    best = {}
-    for run in runs.RUNS + runs.FOUNDRY_RUNS:
-        if run.precision in ("bf16", "fp16") and run.recompute in (
-            "none",
-            "full",
-        ):
-            key = (run.gpu_published.split()[0], inputs(run)[2]["stack"])
-            cell = best.setdefault(key, {}).get(run.recompute, (0, ""))
-            best[key][run.recompute] = max(cell, (runs.mfu(run), run.label))
+    best = best_mfu(runs.RUNS + runs.FOUNDRY_RUNS)
     print(
         "\n| card | stack | best MFU, no recomputation | best MFU, full "
         "recomputation |"
@@ -484,14 +492,14 @@ if __name__ == "__main__":
     print("| job | the planner's first two | tokens/s per GPU | published |")
     print("| --- | --- | ---: | --- |")
     for preset, gpu, nodes, training, labels in JOBS:
-        job = f"{preset} on {nodes * 8:,} {gpu}"
+        title = f"{preset} on {nodes * 8:,} {gpu}"
         theirs = "; ".join(published(label) for label in labels)
         nodes_ = cluster(gpu, nodes)
         ranked = plan_layouts(MODELS[preset], nodes_, training)["ranked"]
         for r in ranked[:2]:
             print(
-                f"| {job} | {name(r['layout'])} | "
+                f"| {title} | {name(r['layout'])} | "
                 f"{r['tokens_per_s_per_gpu']:,.0f} | {theirs} |"
             )
-            job = theirs = ""
+            title = theirs = ""
     # --8<-- [end:jobs]
