@@ -142,10 +142,10 @@ def compiled_bytes(layer, x, grad):
     # Compiled afresh: a cached kernel reports no metrics. Scalar C++
     # kernels move the same bytes as vectorized ones and compile in
     # about half the time.
-    fresh = {"fx_graph_cache": False, "cpp.vec_isa_ok": False}
+    settings = {"fx_graph_cache": False, "cpp.vec_isa_ok": False}
     try:
         with (
-            torch._inductor.config.patch(fresh),
+            torch._inductor.config.patch(settings),
             torch._functorch.config.patch(enable_autograd_cache=False),
             warnings.catch_warnings(),
         ):
