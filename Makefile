@@ -21,10 +21,10 @@ UV := uv==0.13.9
 # `make setup TORCH_INDEX=https://download.pytorch.org/whl/cu128`, or
 # TORCH_INDEX= for PyPI's default build (README, "Running on a GPU").
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
-# "--extra-index-url URL" if URL answers within 5 s, else nothing, so an
+# "--index URL" if URL answers within 5 s, else nothing, so an
 # unreachable index costs no retries for every package.
 export REACHABLE_INDEX := import sys, urllib.request as r; \
-  r.urlopen(sys.argv[1], timeout=5); print("--extra-index-url", sys.argv[1])
+  r.urlopen(sys.argv[1], timeout=5); print("--index", sys.argv[1])
 # uv reads none of pip's settings: the wheel folders pip's configuration
 # names (find-links, as a machine with its own copy of torch has) go to
 # uv as options. "--index-strategy unsafe-best-match" takes each package's
