@@ -143,12 +143,15 @@ def edited_in_cpython(lab):
     return shown
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def python(browser, base_url):
-    """One page whose Python stays loaded for this module's labs on a
-    worker, as a reader's stays loaded on a page: its `page`, the URLs
-    it `loaded`, what went wrong on it (`problems`) and whether its
-    Python is `up`. Nothing of Python loads before the first Run."""
+    """One page whose Python stays loaded for a worker's whole run, as a
+    reader's stays loaded on a page: its `page`, the URLs it `loaded`,
+    what went wrong on it (`problems`) and whether its Python is `up`.
+    Nothing of Python loads before the first Run. (A worker takes the
+    pages' labs a page at a time, with other files' tests between them:
+    a fixture of this module's scope would close the page each time and
+    load Python again, about 8 s on a busy machine.)"""
     context = browser.new_context(viewport=LAPTOP)
     page = context.new_page()
     tab = SimpleNamespace(page=page, loaded=[], up=False)
