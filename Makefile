@@ -12,8 +12,8 @@ HOST ?= 127.0.0.1:8000
 # cache where nothing they are made from changed (course/build/cache.py).
 # `make bench` times the rebuilds with the same flags.
 export SERVE_FLAGS := --livereload
-# uv installs the dependency groups: 15 s from a cold cache where pip
-# took 45 to 80 s on two cores. pip installs uv itself, pinned.
+# uv installs the dependency groups: 14 s from a cold cache where pip
+# took 51 to 84 s on two cores. pip installs uv itself, pinned.
 UV := uv==0.13.9
 # torch comes from PyTorch's CPU index by default, as in CI: PyPI's Linux
 # build of the same version pulls several GB of CUDA libraries. Where
