@@ -104,12 +104,16 @@ check: setup ## The edit loop, under a minute: lint, lab and docs tests, strict 
 	FULL_SITE=false $(MAKE) build
 
 .PHONY: browser
-browser: ## Get Debian's Chromium for the browser tests, if missing
-	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && \
+# Chromium's headless shell, the build Playwright runs headless tests in
+# (course/tools/chromium.py says what it saves over the full browser).
+browser: ## Get Debian's headless Chromium for the browser tests, if missing
+	@command -v chromium-headless-shell >/dev/null || { \
+	  [ "$$(id -u)" = 0 ] && \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || \
-	  { echo "The browser tests need Chromium at /usr/bin/chromium:" \
-	    "apt-get install chromium (as root)"; exit 1; }
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    chromium-headless-shell; } || \
+	  { echo "The browser tests need Debian's chromium-headless-shell:" \
+	    "apt-get install chromium-headless-shell (as root)"; exit 1; }
 
 .PHONY: test
 test: setup browser ## Every check: lint, strict build, all tests

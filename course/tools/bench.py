@@ -138,12 +138,11 @@ def in_the_browser(site):
 
     from playwright.sync_api import sync_playwright
 
+    from course.tools.chromium import ARGS, EXECUTABLE
     from course.tools.serve import serve
 
     with serve(site) as url, sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path="/usr/bin/chromium", args=["--no-sandbox"]
-        )
+        browser = p.chromium.launch(executable_path=EXECUTABLE, args=ARGS)
         page = browser.new_page()
         ended = "e => ['done', 'error'].includes(e.dataset.state)"
 

@@ -4,7 +4,7 @@ PDF, site/course.pdf, printed from the built site by Chromium.
 mkdocs-print-site-plugin lays every page in navigation order on one
 page, site/print_page/, with a title page and a table of contents. This
 module serves the site on 127.0.0.1, opens that page in Debian's
-Chromium (Playwright, as the browser tests do), readies it for paper,
+headless Chromium (Playwright, as the browser tests do), readies it for paper,
 and prints it:
 
 - the title page says the commit and the date the site was built from;
@@ -32,16 +32,9 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from course import ROOT
+from course.tools.chromium import ARGS, EXECUTABLE
 from course.tools.serve import serve
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-]
 PRINT_PAGE = "print_page/"
 LOAD_MS = 300_000
 # Answers and solutions: the admonition kinds the pages fold them in.
@@ -102,7 +95,7 @@ def write_pdf(site, out, text):
             f"{site / PRINT_PAGE} is missing: run `make build` first"
         )
     with serve(site) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = p.chromium.launch(executable_path=EXECUTABLE, args=ARGS)
         try:
             page = browser.new_page()
             # Several MB of HTML: on a busy machine loading and laying it

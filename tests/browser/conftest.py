@@ -1,5 +1,6 @@
 """The browser tests: the built site (make build) served on 127.0.0.1,
-driven in Debian's Chromium by pytest-playwright.
+driven in Debian's headless Chromium (course/tools/chromium.py) by
+pytest-playwright.
 
 Every test's page aborts and records any request to another host, and
 records console errors, uncaught exceptions and HTTP errors; a test
@@ -12,24 +13,17 @@ from pathlib import Path
 import pytest
 
 from course.build import runner
+from course.tools.chromium import ARGS, EXECUTABLE
 from course.tools.serve import serve
 from tests.browser.helpers import LAPTOP, SITE, watch
-
-CHROMIUM = "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     return {
         **browser_type_launch_args,
-        "executable_path": CHROMIUM,
-        "args": [
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--disable-background-networking",
-            "--disable-component-update",
-        ],
+        "executable_path": EXECUTABLE,
+        "args": ARGS,
     }
 
 
