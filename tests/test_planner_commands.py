@@ -1,23 +1,20 @@
 """The torchrun commands the planner writes: their text for every kind
 of layout the training script runs (DP, FSDP or HSDP, times TP and PP)
-and the mesh outline for the rest; and DDP, FSDP and HSDP commands run
-on a tiny model, on the CPU with gloo (three launches, a few seconds
-each). A multi-node command is run on one machine by swapping its
-launcher for --standalone with as many processes as it would start."""
+and the mesh outline for the rest; and DDP, FSDP and HSDP commands read
+by torchrun's own parser and the script's. That such commands train,
+and hold and move what the planner predicts, the planner's small-scale
+runs show: tests/test_planner_small_scale.py runs its flags for every
+kind of layout on CPU ranks."""
 
 import shlex
-import subprocess
-import sys
 
 import pytest
+from torch.distributed import run as torchrun
 
-from course import ROOT
-from course.tools.stress import environment, what_failed
 from snippets.planner.command import launch_command
 from snippets.planner.report import plan
+from snippets.torchrun import config
 from tests.cpu_cluster import CPU
-
-pytestmark = pytest.mark.slow  # torchrun launches
 
 TINY = dict(
     layers=2,
@@ -31,43 +28,34 @@ TINY = dict(
 )
 
 
-def argv(text, processes):
-    """The command as a list for subprocess, on one machine."""
-    words = shlex.split(text.replace("\\\n", " "))
-    assert words[0] == "torchrun"
-    split = words.index("-m")
-    launcher = words[1:split]
-    if "--standalone" not in launcher:
-        launcher = ["--standalone", f"--nproc_per_node={processes}"]
-    run = [sys.executable, "-m", "torch.distributed.run", *launcher]
-    return run + words[split:] + ["--steps=1"]
-
-
 @pytest.mark.parametrize(
     ("zero", "nodes", "strategy"),
     [(0, 1, "ddp"), (3, 1, "fsdp"), ("hsdp", 2, "hsdp")],
 )
-def test_the_emitted_command_trains(zero, nodes, strategy):
+def test_the_emitted_command_is_read_by_torchrun_and_the_script(
+    zero, nodes, strategy
+):
     gpus = 2 * nodes
     cluster = {**CPU, "gpus_per_node": 2, "nodes": nodes}
     training = {"global_batch_tokens": 16 * 2 * gpus, "micro_batch": 2}
     layout = dict(dp=gpus, tp=1, pp=1, zero=zero, recompute="none")
     runnable, text = launch_command(TINY, cluster, training, layout)
     assert runnable and f"--strategy {strategy}" in text
+    words = shlex.split(text.replace("\\\n", " "))
+    assert words[0] == "torchrun"
+    launch = torchrun.parse_args(words[1:])
+    assert launch.module and launch.nproc_per_node == "2"
+    assert launch.training_script == "snippets.torchrun.train"
     if nodes == 1:
-        assert "--standalone --nproc_per_node=2" in text
+        assert launch.standalone
     else:
-        assert "--rdzv-endpoint=$HEAD_NODE:29500" in text
-        assert "--shard-size 2" in text
-    done = subprocess.run(
-        argv(text, gpus),
-        cwd=ROOT,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
-    assert done.returncode == 0, what_failed(done.stderr)
+        assert (launch.nnodes, launch.rdzv_backend) == ("2", "c10d")
+        assert launch.rdzv_endpoint == "$HEAD_NODE:29500"
+    world = {"WORLD_SIZE": str(gpus)}
+    cfg = config.parse(launch.training_script_args, world)
+    assert (cfg.strategy, cfg.micro_batch) == (strategy, 2)
+    assert cfg.shard_size == (2 if strategy == "hsdp" else None)
+    assert (cfg.model.n_layers, cfg.model.d_model) == (2, 32)
 
 
 EIGHT = {**CPU, "gpus_per_node": 8, "nodes": 1}
