@@ -22,7 +22,8 @@ def synthetic_router(tokens, experts, seed=0, skew=1.0):
         logits = [rng.gauss(0, 1) + skew * i / max(e - 1, 1) for i in range(e)]
         top = max(logits)
         weights = [math.exp(x - top) for x in logits]
-        rows.append([w / sum(weights) for w in weights])
+        total = sum(weights)
+        rows.append([w / total for w in weights])
     return rows
 
 
@@ -39,8 +40,14 @@ def _check_probs(probs):
                 "probs must hold rows of one length, one "
                 f"probability per expert; got {row!r:.40}"
             )
-        for p in row:
-            number("probs", p, allow_minimum=True)
+        # A row of floats, none negative, with a finite sum passes at
+        # once (route checks every row at every call); any other row is
+        # checked value by value, for the error that names the value.
+        if {type(p) for p in row} != {float} or not (
+            min(row) >= 0 and math.isfinite(sum(row))
+        ):
+            for p in row:
+                number("probs", p, allow_minimum=True)
     return width
 
 
@@ -62,8 +69,15 @@ def route(probs, top_k, capacity_factor):
     number("capacity_factor", capacity_factor)
     t = len(probs)
     capacity = math.ceil(capacity_factor * k * t / e)
-    ranked = [sorted(range(e), key=lambda x: -row[x])[:k] for row in probs]
-    demand = [sum(x in row for row in ranked) for x in range(e)]
+    # each token's top_k experts, most probable first (ties: lower index)
+    ranked = [
+        sorted(range(e), key=row.__getitem__, reverse=True)[:k]
+        for row in probs
+    ]
+    demand = [0] * e
+    for experts in ranked:
+        for expert in experts:
+            demand[expert] += 1
     load, kept, dropped = [0] * e, [[] for _ in range(t)], 0
     for choice in range(k):
         for token, experts in enumerate(ranked):
