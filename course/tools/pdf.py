@@ -4,8 +4,8 @@ PDF, site/course.pdf, printed from the built site by Chromium.
 mkdocs-print-site-plugin lays every page in navigation order on one
 page, site/print_page/, with a title page and a table of contents. This
 module serves the site on 127.0.0.1, opens that page in Debian's
-headless Chromium (Playwright, as the browser tests do), readies it for paper,
-and prints it:
+headless Chromium (Playwright, as the browser tests do), readies it for
+paper, and prints it:
 
 - the title page says the commit and the date the site was built from;
 - every folded block is opened, and the worked answers (the knowledge
